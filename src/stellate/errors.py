@@ -1,0 +1,166 @@
+"""Errors raised by stellate.
+
+Every error carries a stable snake_case ``code``; messages may change, codes may not::
+
+    StellateError
+    ├── UsageError            caller mistakes, raised at once (bad arguments, empty input)
+    ├── InvariantError        an event would break the log's invariants, or a log fails them on load
+    ├── FormatError           data that is not stellate's: non-JSON data, unknown event type, corrupt JSONL
+    ├── StoreError            persistence failures
+    │   ├── ConflictError     a stale expected seq, a duplicate id, a lock held elsewhere
+    │   ├── NotFoundError     no such session
+    │   └── SchemaError       a database written by a newer stellate
+    ├── ForkError             a fork that cannot be made (see ``ForkErrorCode``)
+    ├── LLMError              a model call failed
+    │   └── ProviderError     the provider answered with an error after retries
+    └── ArchivedError         a write to an archived session
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+__all__ = [
+    "ERROR_CODES",
+    "ArchivedError",
+    "ConflictError",
+    "ForkError",
+    "ForkErrorCode",
+    "FormatError",
+    "InvariantError",
+    "LLMError",
+    "NotFoundError",
+    "ProviderError",
+    "SchemaError",
+    "StellateError",
+    "StoreError",
+    "UsageError",
+]
+
+
+class StellateError(Exception):
+    """Root of every error stellate raises on purpose.
+
+    Attributes:
+        code: Stable machine-readable code.
+        details: JSON-able context (session id, seq, call id...).
+    """
+
+    code: str = "stellate_error"
+
+    def __init__(self, message: str, *, code: str | None = None, **details: Any) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+        self.details: dict[str, Any] = details
+
+    @property
+    def message(self) -> str:
+        """The human-readable message."""
+        return str(self.args[0]) if self.args else ""
+
+
+class UsageError(StellateError):
+    """Raised when the caller passes something that can never work (empty input, bad option)."""
+
+    code = "usage_error"
+
+
+class InvariantError(StellateError):
+    """Raised when an event would break a log invariant, or a stored log does not satisfy them."""
+
+    code = "invariant_violation"
+
+
+class FormatError(StellateError):
+    """Raised for data stellate cannot read: non-JSON data, an unknown event type, a corrupt import file."""
+
+    code = "bad_format"
+
+
+class StoreError(StellateError):
+    """Raised when the store cannot do what was asked; nothing was written."""
+
+    code = "store_error"
+
+
+class ConflictError(StoreError):
+    """Raised on a stale expected seq, a duplicate session id or a lock held by another writer."""
+
+    code = "seq_conflict"
+
+
+class NotFoundError(StoreError):
+    """Raised when a session id is unknown to the store."""
+
+    code = "session_not_found"
+
+
+class SchemaError(StoreError):
+    """Raised when the database schema is newer than this stellate understands."""
+
+    code = "schema_too_new"
+
+
+ForkErrorCode = Literal[
+    "source_not_found",
+    "child_exists",
+    "invalid_boundary",
+    "open_turn",
+    "fork_unavailable",
+    "profile_not_found",
+    "split_rejected",
+]
+
+
+class ForkError(StellateError):
+    """Raised when a fork cannot be made; ``code`` is one of ``ForkErrorCode``."""
+
+    code: ForkErrorCode = "invalid_boundary"
+
+    def __init__(self, message: str, *, code: ForkErrorCode, **details: Any) -> None:
+        super().__init__(message, code=code, **details)
+
+
+class LLMError(StellateError):
+    """Raised when a model call fails for a reason other than a provider error response."""
+
+    code = "llm_error"
+
+
+class ProviderError(LLMError):
+    """Raised when the provider keeps answering with an error after the configured retries."""
+
+    code = "provider_error"
+
+
+class ArchivedError(StellateError):
+    """Raised on a write (turn, fork, slot change) to an archived session."""
+
+    code = "session_archived"
+
+
+#: Every code stellate can raise, with a one-line meaning; docs and the CLI are checked against it.
+ERROR_CODES: dict[str, str] = {
+    "usage_error": "the call can never work as made; fix the arguments",
+    "invariant_violation": "an event would break the event log's rules",
+    "bad_format": "data is not valid stellate data (non-JSON, unknown type, corrupt file)",
+    "unknown_event_type": "an event type this stellate does not know and that is not marked ignorable",
+    "store_error": "the store failed; nothing was written",
+    "seq_conflict": "another writer appended first; re-read the head and retry",
+    "session_exists": "a session with this id already exists",
+    "session_not_found": "no session has this id",
+    "schema_too_new": "the database was written by a newer stellate; upgrade stellate",
+    "store_locked": "the store file is locked by another process",
+    "source_not_found": "the fork source does not exist",
+    "child_exists": "the requested child id is taken",
+    "invalid_boundary": "the fork boundary is not a seq of the source",
+    "open_turn": "the fork boundary lies inside an open turn",
+    "fork_unavailable": "the anchored turn has not finished; no fork point exists yet",
+    "profile_not_found": "no fork profile has this name",
+    "split_rejected": "the split guard refused the fork (too few turns or cooling down)",
+    "llm_error": "the model call failed",
+    "provider_error": "the provider answered with an error after retries",
+    "context_too_large": "the input does not fit the model's context even after compression",
+    "session_archived": "the session is archived and read-only",
+}

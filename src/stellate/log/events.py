@@ -1,0 +1,228 @@
+"""The event envelope and the vocabulary of the session log (DESIGN.md §2).
+
+An `Event` is what the store keeps: ``{seq, type, time, data}``. A `NewEvent` is what a writer hands to
+the store; the store gives it its seq. ``data`` is plain JSON; `validate_event` checks it against the
+schema of its type once, at the boundary (append and import), so readers can trust stored events.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import time as _time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final, Literal, TypeAlias
+
+from pydantic import BaseModel, ConfigDict, ValidationError
+
+from stellate.errors import FormatError
+
+__all__ = [
+    "EVENT_TYPES",
+    "SURFACE_TYPES",
+    "TURN_MARKERS",
+    "Event",
+    "JsonObject",
+    "NewEvent",
+    "TurnEndReason",
+    "make_event",
+    "now_ms",
+    "validate_event",
+]
+
+JsonObject: TypeAlias = dict[str, Any]
+
+TurnEndReason: TypeAlias = Literal["completed", "aborted", "error", "max_rounds", "interrupted"]
+
+
+def now_ms() -> int:
+    """Wall-clock time in epoch milliseconds, the unit of `Event.time`."""
+    return _time.time_ns() // 1_000_000
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class NewEvent:
+    """An event not yet in a log: the store assigns its seq."""
+
+    type: str
+    data: JsonObject = field(default_factory=dict)
+    time: int = field(default_factory=now_ms)
+    ignorable: bool = False
+    """Readers that do not know ``type`` may skip the event instead of refusing the log."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Event:
+    """An event in a session log."""
+
+    seq: int
+    """Position in the session's log, contiguous from 0 (inherited fork prefixes included)."""
+    type: str
+    time: int
+    """Epoch milliseconds."""
+    data: JsonObject
+    ignorable: bool = False
+
+    def to_json(self) -> JsonObject:
+        """The envelope as plain JSON (the JSONL export line)."""
+        out: JsonObject = {"seq": self.seq, "type": self.type, "time": self.time, "data": self.data}
+        if self.ignorable:
+            out["ignorable"] = True
+        return out
+
+
+def make_event(event_type: str, data: JsonObject | None = None, *, ignorable: bool = False) -> NewEvent:
+    """Shorthand for `NewEvent` stamped with the current time."""
+    return NewEvent(type=event_type, data={} if data is None else data, ignorable=ignorable)
+
+
+class _Data(BaseModel):
+    model_config = ConfigDict(extra="allow", strict=True)
+
+
+class _Turn(_Data):
+    turn: int
+
+
+class _TurnEnd(_Turn):
+    reason: TurnEndReason
+
+
+class _Step(_Data):
+    turn: int
+    step: int
+
+
+class _Content(_Data):
+    content: str
+
+
+class _ToolCallData(_Data):
+    id: str
+    name: str
+    arguments: str
+
+
+class _AssistantMessage(_Data):
+    content: str
+    tool_calls: list[_ToolCallData] = []
+
+
+class _ToolCall(_Data):
+    call_id: str
+    name: str
+    arguments: str
+
+
+class _ToolResult(_Data):
+    call_id: str
+    name: str
+    content: str
+    is_error: bool = False
+
+
+class _Created(_Data):
+    label: str
+
+
+class _Label(_Data):
+    label: str
+
+
+class _Config(_Data):
+    config: dict[str, Any]
+
+
+class _Compaction(_Data):
+    through_seq: int
+    summary: str
+
+
+class _Imported(_Data):
+    messages: list[dict[str, Any]]
+
+
+class _ErrorReport(_Data):
+    code: str
+    message: str
+
+
+#: Every event type stellate writes, with the schema its ``data`` must satisfy.
+EVENT_TYPES: Final[Mapping[str, type[_Data]]] = {
+    "session/created": _Created,
+    "turn/start": _Turn,
+    "turn/end": _TurnEnd,
+    "step/start": _Step,
+    "step/end": _Step,
+    "user/message": _Content,
+    "assistant/message": _AssistantMessage,
+    "tool/call": _ToolCall,
+    "tool/result": _ToolResult,
+    "context/imported": _Imported,
+    "system_prompt/set": _Content,
+    "memory/put": _Content,
+    "insight/put": _Content,
+    "insight/consumed": _Data,
+    "insight/cleared": _Data,
+    "label/set": _Label,
+    "session/archived": _Data,
+    "config/frozen": _Config,
+    "compaction/summary": _Compaction,
+    "error/reported": _ErrorReport,
+}
+
+#: Events that put something in front of the model.
+SURFACE_TYPES: Final = frozenset({"user/message", "assistant/message", "tool/result", "context/imported"})
+TURN_MARKERS: Final = ("turn/start", "turn/end")
+
+
+def validate_event(event: NewEvent | Event) -> str:
+    """Check one event's type and data, independent of its place in a log.
+
+    Returns:
+        The compact JSON text of ``data``, ready to store.
+
+    Raises:
+        FormatError: unknown type (code ``unknown_event_type``) unless ignorable, data that is not lossless
+            JSON, or data that does not fit the type's schema.
+    """
+    text = _lossless_json(event.data, event.type)
+    schema = EVENT_TYPES.get(event.type)
+    if schema is None:
+        if event.ignorable:
+            return text
+        raise FormatError(
+            f"unknown event type {event.type!r}; mark it ignorable=True to store an application event",
+            code="unknown_event_type",
+            type=event.type,
+        )
+    try:
+        schema.model_validate(event.data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first["loc"]) or "data"
+        raise FormatError(f"bad data for {event.type!r}: {where}: {first['msg']}", type=event.type) from exc
+    return text
+
+
+def _lossless_json(data: object, event_type: str) -> str:
+    if not isinstance(data, dict):
+        raise FormatError(f"data of {event_type!r} must be a JSON object", type=event_type)
+    try:
+        text = json.dumps(data, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
+    except (TypeError, ValueError) as exc:
+        raise FormatError(f"data of {event_type!r} is not lossless JSON: {exc}", type=event_type) from exc
+    if json.loads(text) != data or _has_negative_zero(data):
+        raise FormatError(f"data of {event_type!r} does not survive a JSON round trip", type=event_type)
+    return text
+
+
+def _has_negative_zero(value: object) -> bool:
+    if isinstance(value, float):
+        return value == 0.0 and math.copysign(1.0, value) < 0
+    if isinstance(value, dict):
+        return any(_has_negative_zero(v) for v in value.values())
+    if isinstance(value, list):
+        return any(_has_negative_zero(v) for v in value)
+    return False

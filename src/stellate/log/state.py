@@ -1,0 +1,58 @@
+"""Slot folding: the current label, prompt, memory, insight and config of a session.
+
+Slots are folded from a session's *own* events only: a fork inherits history, never slots (seed 001).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal, TypeAlias
+
+from stellate.log.events import Event
+
+__all__ = ["SessionStatus", "Slots", "fold_slots"]
+
+SessionStatus: TypeAlias = Literal["active", "archived"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Slots:
+    """Current values derived from a session's own events."""
+
+    label: str = ""
+    status: SessionStatus = "active"
+    system_prompt: str | None = None
+    memory: str | None = None
+    insight: str | None = None
+    config: dict[str, Any] = field(default_factory=dict)
+    """Frozen configuration (system prompt, skills, names of the adapter, tools and profile)."""
+    last_activity: int = 0
+    """Time of the newest event, epoch ms."""
+
+
+def fold_slots(slots: Slots, events: Iterable[Event]) -> Slots:
+    """Apply ``events`` (a session's own) to ``slots``."""
+    for event in events:
+        slots = _apply(slots, event)
+    return slots
+
+
+def _apply(slots: Slots, event: Event) -> Slots:
+    data = event.data
+    match event.type:
+        case "session/created" | "label/set":
+            slots = replace(slots, label=data["label"])
+        case "system_prompt/set":
+            slots = replace(slots, system_prompt=data["content"])
+        case "memory/put":
+            slots = replace(slots, memory=data["content"])
+        case "insight/put":
+            slots = replace(slots, insight=data["content"])
+        case "insight/consumed" | "insight/cleared":
+            slots = replace(slots, insight=None)
+        case "session/archived":
+            slots = replace(slots, status="archived")
+        case "config/frozen":
+            slots = replace(slots, config=data["config"])
+    return replace(slots, last_activity=max(slots.last_activity, event.time))
