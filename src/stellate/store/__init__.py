@@ -1,0 +1,63 @@
+"""Where session logs live: the `Store` protocol and its backends (memory, SQLite, PostgreSQL).
+
+Open a store by URL with `open_store`; backends are imported on demand, so PostgreSQL's driver is
+needed only when you use it.
+"""
+
+from __future__ import annotations
+
+import importlib
+
+from stellate.errors import UsageError
+from stellate.store.base import BaseStore, Store, new_session_id
+from stellate.store.jsonl import export_session, import_session
+from stellate.store.types import (
+    Anchor,
+    Boundary,
+    CompletedTurn,
+    ForkPoint,
+    ForkRequest,
+    SessionId,
+    SessionRecord,
+)
+
+__all__ = [
+    "Anchor",
+    "BaseStore",
+    "Boundary",
+    "CompletedTurn",
+    "ForkPoint",
+    "ForkRequest",
+    "SessionId",
+    "SessionRecord",
+    "Store",
+    "export_session",
+    "import_session",
+    "new_session_id",
+    "open_store",
+]
+
+#: URL scheme -> "module:class"; each class has an async ``open(url)`` classmethod.
+BACKENDS: dict[str, str] = {
+    "memory": "stellate.store.memory:MemoryStore",
+    "sqlite": "stellate.store.sqlite:SqliteStore",
+    "postgresql": "stellate.store.postgres:PostgresStore",
+    "postgres": "stellate.store.postgres:PostgresStore",
+}
+
+
+async def open_store(url: str) -> BaseStore:
+    """Open the store at ``url``: ``memory://``, ``sqlite:///path/to/file.db`` or ``postgresql://...``.
+
+    Raises:
+        UsageError: the scheme is unknown.
+        ImportError: the backend's extra is not installed (the message names the ``pip install``).
+    """
+    scheme = url.split("://", 1)[0] if "://" in url else "sqlite"
+    target = BACKENDS.get(scheme)
+    if target is None:
+        raise UsageError(f"unknown store URL scheme {scheme!r}; use one of {', '.join(sorted(BACKENDS))}")
+    module_name, class_name = target.split(":")
+    backend = getattr(importlib.import_module(module_name), class_name)
+    store: BaseStore = await backend.open(url)
+    return store

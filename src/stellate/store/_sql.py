@@ -1,0 +1,135 @@
+"""Row mapping shared by the SQL backends: one column list, one record <-> row conversion."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from stellate.log.events import Event
+from stellate.log.invariants import Cursor
+from stellate.log.state import Slots
+from stellate.store._batch import PlannedAppend
+from stellate.store.types import SessionId, SessionRecord
+
+__all__ = [
+    "EVENT_COLUMNS",
+    "RECORD_COLUMNS",
+    "STATE_COLUMNS",
+    "event_from_row",
+    "event_rows",
+    "record_from_row",
+    "record_row",
+    "select_events_sql",
+    "state_update_row",
+]
+
+#: Columns of the ``sessions`` table in the order `record_row` produces them.
+RECORD_COLUMNS = (
+    "id",
+    "parent_id",
+    "source_id",
+    "fork_seq",
+    "inherited",
+    "created_at",
+    "label",
+    "status",
+    "system_prompt",
+    "memory",
+    "insight",
+    "config",
+    "last_activity",
+    "turn_count",
+    "next_seq",
+    "cursor",
+)
+EVENT_COLUMNS = ("session_id", "seq", "type", "time", "data", "ignorable")
+
+#: Columns an append rewrites; the identity and lineage columns never change.
+STATE_COLUMNS = RECORD_COLUMNS[6:]
+
+
+def record_row(record: SessionRecord) -> tuple[Any, ...]:
+    """Values for every column of `RECORD_COLUMNS`."""
+    return (
+        record.id,
+        record.parent_id,
+        record.source_id,
+        record.fork_seq,
+        record.inherited,
+        record.created_at,
+        *state_update_row(record),
+    )
+
+
+def state_update_row(record: SessionRecord) -> tuple[Any, ...]:
+    """Values for the mutable columns (``label`` to ``cursor``)."""
+    slots = record.slots
+    return (
+        slots.label,
+        slots.status,
+        slots.system_prompt,
+        slots.memory,
+        slots.insight,
+        json.dumps(slots.config, separators=(",", ":")),
+        slots.last_activity,
+        record.cursor.last_turn,
+        record.cursor.next_seq,
+        json.dumps(record.cursor.to_json(), separators=(",", ":")),
+    )
+
+
+def record_from_row(row: Sequence[Any]) -> SessionRecord:
+    """Inverse of `record_row` (JSON columns may arrive decoded from PostgreSQL)."""
+    config, cursor = row[11], row[15]
+    slots = Slots(
+        label=row[6],
+        status=row[7],
+        system_prompt=row[8],
+        memory=row[9],
+        insight=row[10],
+        config=json.loads(config) if isinstance(config, str) else config,
+        last_activity=row[12],
+    )
+    return SessionRecord(
+        id=SessionId(row[0]),
+        parent_id=SessionId(row[1]) if row[1] is not None else None,
+        source_id=SessionId(row[2]) if row[2] is not None else None,
+        fork_seq=row[3],
+        inherited=row[4],
+        created_at=row[5],
+        slots=slots,
+        cursor=Cursor.from_json(json.loads(cursor) if isinstance(cursor, str) else cursor),
+    )
+
+
+def event_rows(session_id: SessionId, planned: PlannedAppend) -> list[tuple[Any, ...]]:
+    """Rows for the ``events`` table, reusing the JSON text made during validation."""
+    return [
+        (session_id, e.seq, e.type, e.time, text, e.ignorable)
+        for e, text in zip(planned.events, planned.texts, strict=True)
+    ]
+
+
+def event_from_row(row: Sequence[Any]) -> Event:
+    """An `Event` from ``seq, type, time, data, ignorable``."""
+    data = row[3]
+    return Event(
+        seq=row[0],
+        type=row[1],
+        time=row[2],
+        data=json.loads(data) if isinstance(data, str) else data,
+        ignorable=bool(row[4]),
+    )
+
+
+def select_events_sql(*, placeholder: str, types: Sequence[str] | None, reverse: bool, limit: int | None) -> str:
+    """The range query over one session's own events, in ``placeholder`` style (``?`` or ``%s``)."""
+    p = placeholder
+    sql = f"SELECT seq, type, time, data, ignorable FROM events WHERE session_id = {p} AND seq >= {p} AND seq < {p}"
+    if types is not None:
+        sql += f" AND type IN ({', '.join([p] * len(types))})"
+    sql += " ORDER BY seq DESC" if reverse else " ORDER BY seq"
+    if limit is not None:
+        sql += f" LIMIT {int(limit)}"
+    return sql

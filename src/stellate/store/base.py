@@ -1,0 +1,331 @@
+"""The `Store` protocol and the logic every backend shares.
+
+A backend implements a handful of primitives (`BaseStore`'s abstract methods): insert a session with
+its first events, append a planned batch atomically, read a range of its *own* events, and list sessions.
+Everything with rules in it — fork resolution, reading through fork chains, repair, topology — lives
+here once, so the backends cannot drift apart.
+"""
+
+from __future__ import annotations
+
+import abc
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Protocol, runtime_checkable
+
+from stellate.errors import ConflictError, ForkError, NotFoundError, UsageError
+from stellate.log.events import Event, NewEvent, now_ms
+from stellate.log.fork import check_explicit_boundary, clip_to_completed_turn, resolve_anchor
+from stellate.log.invariants import Cursor
+from stellate.log.repair import repair_events
+from stellate.store._batch import PlannedAppend, plan_append
+from stellate.store.types import Anchor, Boundary, CompletedTurn, ForkRequest, SessionId, SessionRecord
+
+__all__ = ["BaseStore", "Store", "new_session_id"]
+
+
+def new_session_id() -> SessionId:
+    """A fresh, time-sortable session id."""
+    return SessionId(f"s-{now_ms():012x}-{uuid.uuid4().hex[:12]}")
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Where session logs live. Every method is atomic; a refused write changes nothing."""
+
+    async def create_session(
+        self,
+        *,
+        session_id: SessionId | None = None,
+        parent_id: SessionId | None = None,
+        fork: ForkRequest | None = None,
+        events: Sequence[NewEvent] = (),
+        source_id: SessionId | None = None,
+        fork_seq: int | None = None,
+    ) -> SessionRecord:
+        """Create a session, optionally inheriting a prefix of another by reference, with its first events."""
+        ...
+
+    async def append(
+        self, session_id: SessionId, events: Sequence[NewEvent], *, expected_seq: int | None = None
+    ) -> list[Event]:
+        """Append a batch atomically; ``expected_seq`` (the log's next seq) guards against concurrent writers."""
+        ...
+
+    async def read_events(
+        self,
+        session_id: SessionId,
+        *,
+        start: int = 0,
+        stop: int | None = None,
+        types: Sequence[str] | None = None,
+        reverse: bool = False,
+        limit: int | None = None,
+    ) -> list[Event]:
+        """Events with ``start <= seq < stop`` (inherited prefix included), optionally by type, newest first."""
+        ...
+
+    async def get_session(self, session_id: SessionId) -> SessionRecord:
+        """A session's record; raises `NotFoundError` when unknown."""
+        ...
+
+    async def list_sessions(self, *, parent_id: SessionId | None = None, roots: bool = False) -> list[SessionRecord]:
+        """All sessions in creation order, or the children of ``parent_id``, or the roots."""
+        ...
+
+    async def repair(self, session_id: SessionId) -> list[Event]:
+        """Close a turn left open by a dead process; returns the events appended (none on a closed log)."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections and threads."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class _Lineage:
+    source_id: SessionId | None
+    inherited: int
+
+
+class BaseStore(abc.ABC):
+    """Shared logic over a backend's primitives; subclass and implement the abstract methods."""
+
+    def __init__(self) -> None:
+        # Lineage never changes after creation, so reading through a fork chain needs no query per level.
+        self._lineage: dict[SessionId, _Lineage] = {}
+
+    # -- primitives a backend implements ---------------------------------------------------------
+
+    @abc.abstractmethod
+    async def _insert_session(self, record: SessionRecord, planned: PlannedAppend | None) -> None:
+        """Insert the record and its first events atomically; raise ConflictError(session_exists) on a taken id."""
+
+    @abc.abstractmethod
+    async def _append_planned(
+        self, session_id: SessionId, events: Sequence[NewEvent], expected_seq: int | None
+    ) -> list[Event]:
+        """In one transaction: lock and read the record, `plan_append`, insert, update the record."""
+
+    @abc.abstractmethod
+    async def _read_own(
+        self,
+        session_id: SessionId,
+        start: int,
+        stop: int,
+        types: Sequence[str] | None,
+        reverse: bool,
+        limit: int | None,
+    ) -> list[Event]:
+        """Own events of one session (no inheritance) with ``start <= seq < stop``."""
+
+    @abc.abstractmethod
+    async def _get_record(self, session_id: SessionId) -> SessionRecord | None:
+        """The record, or None."""
+
+    @abc.abstractmethod
+    async def list_sessions(self, *, parent_id: SessionId | None = None, roots: bool = False) -> list[SessionRecord]:
+        """All sessions in creation order, or the children of ``parent_id``, or the roots."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Release connections and threads."""
+
+    # -- shared behaviour ------------------------------------------------------------------------
+
+    async def get_session(self, session_id: SessionId) -> SessionRecord:
+        """A session's record.
+
+        Raises:
+            NotFoundError: no session has this id.
+        """
+        record = await self._get_record(session_id)
+        if record is None:
+            raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
+        return record
+
+    async def create_session(
+        self,
+        *,
+        session_id: SessionId | None = None,
+        parent_id: SessionId | None = None,
+        fork: ForkRequest | None = None,
+        events: Sequence[NewEvent] = (),
+        source_id: SessionId | None = None,
+        fork_seq: int | None = None,
+    ) -> SessionRecord:
+        """Create a session; with ``fork`` it reads the source's prefix by reference (O(1) in its length).
+
+        Raises:
+            ForkError: ``child_exists`` (checked first), ``source_not_found``, ``invalid_boundary``,
+                ``open_turn`` or ``fork_unavailable``.
+            ConflictError: ``session_exists`` when the id is taken (without ``fork``).
+            NotFoundError: the topology parent does not exist.
+            FormatError, InvariantError: a first event is bad; nothing is created.
+
+        ``source_id`` and ``fork_seq`` record the provenance of a session whose history was *copied*
+        (an import, a fork with selected context); they are ignored when ``fork`` is given.
+        """
+        sid = session_id if session_id is not None else new_session_id()
+        if session_id is not None and await self._get_record(sid) is not None:
+            if fork is not None:
+                raise ForkError(f"a session {sid!r} already exists", code="child_exists", session_id=sid)
+            raise ConflictError(f"a session {sid!r} already exists", code="session_exists", session_id=sid)
+        if parent_id is not None:
+            await self.get_session(parent_id)
+        record = SessionRecord(id=sid, parent_id=parent_id, source_id=source_id, fork_seq=fork_seq, created_at=now_ms())
+        if fork is not None:
+            record = await self._fork_record(record, fork)
+        planned = plan_append(record, events, None) if events else None
+        await self._insert_session(planned.record if planned else record, planned)
+        self._lineage[sid] = _Lineage(record.source_id, record.inherited)
+        return planned.record if planned else record
+
+    async def _fork_record(self, record: SessionRecord, fork: ForkRequest) -> SessionRecord:
+        source = await self._get_record(fork.source_id)
+        if source is None:
+            raise ForkError(f"fork source {fork.source_id!r} does not exist", code="source_not_found")
+        boundary = await self._resolve_boundary(source, fork)
+        if boundary is None:
+            return replace(record, source_id=source.id)
+        last_end = await self._last(source.id, ("turn/end",), boundary)
+        cursor = Cursor(next_seq=boundary + 1, last_turn=last_end.data["turn"] if last_end else 0)
+        return replace(record, source_id=source.id, fork_seq=boundary, inherited=boundary + 1, cursor=cursor)
+
+    async def _resolve_boundary(self, source: SessionRecord, fork: ForkRequest) -> int | None:
+        point, next_seq = fork.point, source.next_seq
+        if isinstance(point, Boundary):
+            seq = point.seq
+            in_range = isinstance(seq, int) and 0 <= seq < next_seq
+            marker = await self._last(source.id, ("turn/start", "turn/end"), seq) if in_range else None
+            return check_explicit_boundary(seq, next_seq=next_seq, last_marker=marker)
+        if isinstance(point, CompletedTurn):
+            return clip_to_completed_turn(await self._last(source.id, ("turn/end",), next_seq - 1))
+        if not isinstance(point, Anchor):
+            raise UsageError(f"not a fork point: {point!r}")
+        at = point.at_seq
+        marker = end = None
+        if isinstance(at, int) and 0 <= at < next_seq:
+            marker = await self._last(source.id, ("turn/start", "turn/end"), at)
+            end = await self._first(source.id, ("turn/end",), at)
+        return resolve_anchor(
+            at,
+            next_seq=next_seq,
+            marker_at_anchor=marker,
+            end_after_anchor=end,
+            last_turn_end=await self._last(source.id, ("turn/end",), next_seq - 1),
+        )
+
+    async def _last(self, session_id: SessionId, types: tuple[str, ...], at_or_before: int) -> Event | None:
+        found = await self.read_events(session_id, stop=at_or_before + 1, types=types, reverse=True, limit=1)
+        return found[0] if found else None
+
+    async def _first(self, session_id: SessionId, types: tuple[str, ...], at_or_after: int) -> Event | None:
+        found = await self.read_events(session_id, start=at_or_after, types=types, limit=1)
+        return found[0] if found else None
+
+    async def append(
+        self, session_id: SessionId, events: Sequence[NewEvent], *, expected_seq: int | None = None
+    ) -> list[Event]:
+        """Append a batch atomically and return it with seqs.
+
+        Raises:
+            NotFoundError: unknown session.
+            ConflictError: ``expected_seq`` is stale (code ``seq_conflict``).
+            FormatError, InvariantError: an event is bad; nothing is written.
+        """
+        return await self._append_planned(session_id, events, expected_seq)
+
+    async def read_events(
+        self,
+        session_id: SessionId,
+        *,
+        start: int = 0,
+        stop: int | None = None,
+        types: Sequence[str] | None = None,
+        reverse: bool = False,
+        limit: int | None = None,
+    ) -> list[Event]:
+        """Events of the session's whole log (inherited prefix included) with ``start <= seq < stop``.
+
+        Raises:
+            NotFoundError: unknown session.
+        """
+        if limit is not None and limit <= 0:
+            return []
+        segments = await self._segments(session_id, max(start, 0), stop)
+        if reverse:
+            segments.reverse()
+        out: list[Event] = []
+        for sid, lo, hi in segments:
+            if lo >= hi:
+                continue
+            remaining = None if limit is None else limit - len(out)
+            out.extend(await self._read_own(sid, lo, hi, types, reverse, remaining))
+            if limit is not None and len(out) >= limit:
+                break
+        return out
+
+    async def _segments(self, session_id: SessionId, start: int, stop: int | None) -> list[tuple[SessionId, int, int]]:
+        """Which session physically holds each part of ``[start, stop)``, oldest part first."""
+        hi = stop if stop is not None else 1 << 62
+        segments: list[tuple[SessionId, int, int]] = []
+        current: SessionId | None = session_id
+        while current is not None and hi > start:
+            lineage = await self._lineage_of(current)
+            segments.append((current, max(start, lineage.inherited), hi))
+            hi = min(hi, lineage.inherited)
+            current = lineage.source_id if lineage.inherited else None
+        segments.reverse()
+        return segments
+
+    async def _lineage_of(self, session_id: SessionId) -> _Lineage:
+        lineage = self._lineage.get(session_id)
+        if lineage is None:
+            record = await self.get_session(session_id)
+            lineage = self._lineage[session_id] = _Lineage(record.source_id, record.inherited)
+        return lineage
+
+    async def repair(self, session_id: SessionId) -> list[Event]:
+        """Close a turn left open by a dead process (idempotent; never truncates).
+
+        Call it only when no live process is writing the session.
+        """
+        record = await self.get_session(session_id)
+        if not record.cursor.turn_open:
+            return []
+        reply = await self._last(session_id, ("assistant/message",), record.next_seq - 1)
+        names = {c["id"]: c["name"] for c in reply.data["tool_calls"]} if reply else {}
+        tail = await self.read_events(session_id, reverse=True, limit=1)
+        closers = repair_events(record.cursor, call_names=names, time=tail[0].time if tail else now_ms())
+        try:
+            return await self.append(session_id, closers, expected_seq=record.next_seq)
+        except ConflictError:
+            return await self.repair(session_id)
+
+    # -- topology --------------------------------------------------------------------------------
+
+    async def ancestors(self, session_id: SessionId) -> list[SessionRecord]:
+        """Topology ancestors, parent first, root last."""
+        out: list[SessionRecord] = []
+        record = await self.get_session(session_id)
+        while record.parent_id is not None:
+            record = await self.get_session(record.parent_id)
+            out.append(record)
+        return out
+
+    async def subtree(self, session_id: SessionId) -> list[SessionRecord]:
+        """The session and all its topology descendants, breadth first."""
+        out = [await self.get_session(session_id)]
+        i = 0
+        while i < len(out):
+            out.extend(await self.list_sessions(parent_id=out[i].id))
+            i += 1
+        return out
+
+    async def __aenter__(self) -> BaseStore:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()

@@ -1,0 +1,181 @@
+"""JSONL export and import of one session: a header line with its lineage, then one event per line.
+
+The export holds the session's whole log (inherited prefix included), so the file stands alone. Import
+checks every line before anything is written and names the first bad one.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from pathlib import Path
+from typing import IO, Any
+
+from stellate.errors import FormatError, InvariantError, NotFoundError
+from stellate.log.events import Event, NewEvent, validate_event
+from stellate.log.invariants import Cursor, advance
+from stellate.store.base import BaseStore
+from stellate.store.types import SessionId, SessionRecord
+
+__all__ = ["FORMAT_VERSION", "ProgressFn", "export_session", "import_session"]
+
+FORMAT_VERSION = 1
+_CHUNK = 2000
+_ENVELOPE_KEYS = frozenset({"seq", "type", "time", "data", "ignorable"})
+
+ProgressFn = Callable[[int, int], None]
+"""Called with (events done, events in all) as an export or import goes."""
+
+
+def _header(record: SessionRecord) -> dict[str, Any]:
+    return {
+        "stellate": "session",
+        "format": FORMAT_VERSION,
+        "id": record.id,
+        "label": record.label,
+        "parent_id": record.parent_id,
+        "source_id": record.source_id,
+        "fork_seq": record.fork_seq,
+        "created_at": record.created_at,
+        "events": record.next_seq,
+    }
+
+
+async def export_session(
+    store: BaseStore, session_id: SessionId, target: str | Path | IO[str], *, progress: ProgressFn | None = None
+) -> int:
+    """Write ``session_id``'s log as JSONL to a path or an open text file; returns the number of events.
+
+    Raises:
+        NotFoundError: unknown session.
+    """
+    record = await store.get_session(session_id)
+    if isinstance(target, str | Path):
+        with open(target, "w", encoding="utf-8") as fp:
+            return await _export_to(store, record, fp, progress)
+    return await _export_to(store, record, target, progress)
+
+
+async def _export_to(store: BaseStore, record: SessionRecord, fp: IO[str], progress: ProgressFn | None) -> int:
+    fp.write(json.dumps(_header(record), ensure_ascii=False) + "\n")
+    done = 0
+    while done < record.next_seq:
+        chunk = await store.read_events(record.id, start=done, stop=min(done + _CHUNK, record.next_seq))
+        fp.writelines(json.dumps(e.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n" for e in chunk)
+        done += len(chunk)
+        if progress is not None:
+            progress(done, record.next_seq)
+    return done
+
+
+async def import_session(
+    store: BaseStore,
+    source: str | Path | IO[str],
+    *,
+    session_id: SessionId | None = None,
+    progress: ProgressFn | None = None,
+) -> SessionRecord:
+    """Create a session from a JSONL export; it owns a copy of every event (no reference to its source).
+
+    The lineage of the header is kept as provenance (``source_id``, ``fork_seq``); the topology parent is
+    kept when it exists in ``store``, else the session becomes a root.
+
+    Args:
+        store: Where to create the session.
+        source: Path or open text file of the export.
+        session_id: Id for the new session (default: the header's).
+        progress: Called with (events read, events in the header) as lines are checked.
+
+    Raises:
+        FormatError: a line is not JSON, not an event, out of order, breaks an invariant, or the file is
+            truncated; ``details["line"]`` is its 1-based number. Nothing is written.
+        ConflictError: the id is taken (code ``session_exists``).
+    """
+    if isinstance(source, str | Path):
+        with open(source, encoding="utf-8") as fp:
+            header, events = _read_file(fp, progress)
+    else:
+        header, events = _read_file(source, progress)
+    parent = header.get("parent_id")
+    if parent is not None and await _missing(store, SessionId(parent)):
+        parent = None
+    return await store.create_session(
+        session_id=session_id or SessionId(header["id"]),
+        parent_id=parent,
+        events=events,
+        source_id=header.get("source_id"),
+        fork_seq=header.get("fork_seq"),
+    )
+
+
+async def _missing(store: BaseStore, session_id: SessionId) -> bool:
+    try:
+        await store.get_session(session_id)
+    except NotFoundError:
+        return True
+    return False
+
+
+def _read_file(lines: Iterable[str], progress: ProgressFn | None) -> tuple[dict[str, Any], list[NewEvent]]:
+    numbered = enumerate(lines, start=1)
+    header = _read_header(next(numbered, (1, "")))
+    total = header["events"]
+    cursor, events = Cursor(), []
+    for number, line in numbered:
+        event = _parse_event(number, line)
+        try:
+            cursor = advance(cursor, event)
+        except InvariantError as exc:
+            raise _bad(number, exc.message) from exc
+        events.append(NewEvent(type=event.type, data=event.data, time=event.time, ignorable=event.ignorable))
+        if progress is not None and number % _CHUNK == 0:
+            progress(len(events), total)
+    if len(events) != total:
+        raise _bad(len(events) + 2, f"file is truncated: header promises {total} events, found {len(events)}")
+    if progress is not None:
+        progress(len(events), total)
+    return header, events
+
+
+def _read_header(numbered_line: tuple[int, str]) -> dict[str, Any]:
+    number, line = numbered_line
+    header = _json_line(number, line)
+    if header.get("stellate") != "session" or not isinstance(header.get("id"), str):
+        raise _bad(number, "not a stellate session export (the header line is missing)")
+    if header.get("format") != FORMAT_VERSION:
+        raise _bad(number, f"export format {header.get('format')!r} is not supported (expected {FORMAT_VERSION})")
+    if not isinstance(header.get("events"), int):
+        raise _bad(number, "header lacks the event count")
+    return header
+
+
+def _parse_event(number: int, line: str) -> Event:
+    raw = _json_line(number, line)
+    if not {"seq", "type", "time", "data"} <= raw.keys() or not raw.keys() <= _ENVELOPE_KEYS:
+        raise _bad(number, f"not an event envelope: keys {sorted(raw)}")
+    if not isinstance(raw["seq"], int) or not isinstance(raw["time"], int) or not isinstance(raw["type"], str):
+        raise _bad(number, "seq and time must be integers and type a string")
+    event = Event(
+        seq=raw["seq"], type=raw["type"], time=raw["time"], data=raw["data"], ignorable=bool(raw.get("ignorable"))
+    )
+    try:
+        validate_event(event)
+    except FormatError as exc:
+        raise _bad(number, exc.message) from exc
+    return event
+
+
+def _json_line(number: int, line: str) -> dict[str, Any]:
+    if not line.endswith("\n"):
+        raise _bad(number, "line is cut short (no newline): the file is truncated")
+    try:
+        value = json.loads(line)
+    except json.JSONDecodeError as exc:
+        raise _bad(number, f"not JSON: {exc.msg}") from exc
+    if not isinstance(value, dict):
+        raise _bad(number, "not a JSON object")
+    return value
+
+
+def _bad(number: int, why: str) -> FormatError:
+    return FormatError(f"line {number}: {why}", line=number)

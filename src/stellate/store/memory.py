@@ -1,0 +1,83 @@
+"""In-memory store: for tests, demos and throwaway sessions. Nothing survives the process."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from stellate.errors import ConflictError, NotFoundError
+from stellate.log.events import Event, NewEvent
+from stellate.store._batch import PlannedAppend, plan_append
+from stellate.store.base import BaseStore
+from stellate.store.types import SessionId, SessionRecord
+
+__all__ = ["MemoryStore"]
+
+
+class MemoryStore(BaseStore):
+    """A store in a Python dict; each session holds its own events only, forks read by reference."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._records: dict[SessionId, SessionRecord] = {}
+        self._events: dict[SessionId, list[Event]] = {}
+        self._lock = asyncio.Lock()
+
+    @classmethod
+    async def open(cls, url: str = "memory://") -> MemoryStore:
+        """An empty store (the URL is accepted for symmetry with the SQL backends)."""
+        return cls()
+
+    async def _insert_session(self, record: SessionRecord, planned: PlannedAppend | None) -> None:
+        async with self._lock:
+            if record.id in self._records:
+                raise ConflictError(f"a session {record.id!r} already exists", code="session_exists")
+            self._records[record.id] = record
+            self._events[record.id] = list(planned.events) if planned else []
+
+    async def _append_planned(
+        self, session_id: SessionId, events: Sequence[NewEvent], expected_seq: int | None
+    ) -> list[Event]:
+        async with self._lock:
+            record = self._records.get(session_id)
+            if record is None:
+                raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
+            planned = plan_append(record, events, expected_seq)
+            self._events[session_id].extend(planned.events)
+            self._records[session_id] = planned.record
+            return planned.events
+
+    async def _read_own(
+        self,
+        session_id: SessionId,
+        start: int,
+        stop: int,
+        types: Sequence[str] | None,
+        reverse: bool,
+        limit: int | None,
+    ) -> list[Event]:
+        record = self._records[session_id]
+        own = self._events[session_id]
+        lo, hi = max(start - record.inherited, 0), max(stop - record.inherited, 0)
+        picked = own[lo:hi]
+        if types is not None:
+            wanted = set(types)
+            picked = [e for e in picked if e.type in wanted]
+        if reverse:
+            picked.reverse()
+        return picked if limit is None else picked[:limit]
+
+    async def _get_record(self, session_id: SessionId) -> SessionRecord | None:
+        return self._records.get(session_id)
+
+    async def list_sessions(self, *, parent_id: SessionId | None = None, roots: bool = False) -> list[SessionRecord]:
+        """All sessions in creation order, or the children of ``parent_id``, or the roots."""
+        records = list(self._records.values())
+        if parent_id is not None:
+            return [r for r in records if r.parent_id == parent_id]
+        if roots:
+            return [r for r in records if r.parent_id is None]
+        return records
+
+    async def close(self) -> None:
+        """Nothing to release."""

@@ -1,0 +1,269 @@
+"""SQLite store, the default: one file, WAL, a busy timeout, one writer thread per process.
+
+Every call runs on one dedicated thread that owns the connection, so a process never has two writers
+and the event loop never blocks on disk. Across processes, ``BEGIN IMMEDIATE`` takes SQLite's write
+lock before the record is read, so two processes appending to one session serialize instead of
+interleaving; the expected-seq check catches a caller working from a stale head.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, TypeVar
+
+from stellate.errors import ConflictError, NotFoundError, SchemaError, StoreError
+from stellate.log.events import Event, NewEvent
+from stellate.store._batch import PlannedAppend, plan_append
+from stellate.store._sql import (
+    EVENT_COLUMNS,
+    RECORD_COLUMNS,
+    STATE_COLUMNS,
+    event_from_row,
+    event_rows,
+    record_from_row,
+    record_row,
+    select_events_sql,
+    state_update_row,
+)
+from stellate.store.base import BaseStore
+from stellate.store.types import SessionId, SessionRecord
+
+__all__ = ["MIGRATIONS", "SqliteStore", "sqlite_path"]
+
+T = TypeVar("T")
+
+#: Append-only: never edit a released entry, add a new one.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE sessions (
+        position INTEGER PRIMARY KEY AUTOINCREMENT,
+        id TEXT NOT NULL UNIQUE,
+        parent_id TEXT REFERENCES sessions(id),
+        source_id TEXT,
+        fork_seq INTEGER,
+        inherited INTEGER NOT NULL,
+        created_at INTEGER NOT NULL,
+        label TEXT NOT NULL,
+        status TEXT NOT NULL,
+        system_prompt TEXT,
+        memory TEXT,
+        insight TEXT,
+        config TEXT NOT NULL,
+        last_activity INTEGER NOT NULL,
+        turn_count INTEGER NOT NULL,
+        next_seq INTEGER NOT NULL,
+        cursor TEXT NOT NULL
+    );
+    CREATE INDEX sessions_parent ON sessions(parent_id);
+    CREATE TABLE events (
+        session_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        type TEXT NOT NULL,
+        time INTEGER NOT NULL,
+        data TEXT NOT NULL,
+        ignorable INTEGER NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    ) WITHOUT ROWID;
+    """,
+)
+
+_SELECT_RECORD = f"SELECT {', '.join(RECORD_COLUMNS)} FROM sessions"
+_INSERT_RECORD = f"INSERT INTO sessions ({', '.join(RECORD_COLUMNS)}) VALUES ({', '.join('?' * len(RECORD_COLUMNS))})"
+_UPDATE_STATE = f"UPDATE sessions SET {', '.join(c + ' = ?' for c in STATE_COLUMNS)} WHERE id = ?"
+_INSERT_EVENTS = f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) VALUES ({', '.join('?' * len(EVENT_COLUMNS))})"
+
+
+def sqlite_path(url: str) -> str:
+    """The file path of a ``sqlite:///path`` URL (a bare path is accepted as is)."""
+    for prefix in ("sqlite:///", "sqlite://"):
+        if url.startswith(prefix):
+            return url[len(prefix) :] or ":memory:"
+    return url
+
+
+class SqliteStore(BaseStore):
+    """The default store: a single SQLite file. Open it with `SqliteStore.open`."""
+
+    def __init__(self, path: str, *, busy_timeout_ms: int = 5000) -> None:
+        super().__init__()
+        self.path = path
+        self._busy_timeout_ms = busy_timeout_ms
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stellate-sqlite")
+        self._conn: sqlite3.Connection | None = None
+
+    @classmethod
+    async def open(cls, url: str, *, migrate: bool = True, busy_timeout_ms: int = 5000) -> SqliteStore:
+        """Open (and create) the file at ``url`` and bring its schema up to date.
+
+        Raises:
+            SchemaError: the file was written by a newer stellate.
+            StoreError: the file cannot be opened, or ``migrate`` is False and the schema is behind.
+        """
+        path = sqlite_path(url)
+        if path != ":memory:":
+            Path(path).parent.mkdir(parents=True, exist_ok=True)
+        store = cls(path, busy_timeout_ms=busy_timeout_ms)
+        try:
+            await store._run(store._connect)
+            await store._run(store._setup, migrate)
+        except BaseException:
+            await store.close()
+            raise
+        return store
+
+    async def schema_version(self) -> int:
+        """Version of the schema in the file (the number of migrations applied)."""
+        return await self._run(self._read_version)
+
+    # -- thread side -----------------------------------------------------------------------------
+
+    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, fn, *args)
+
+    def _connect(self) -> None:
+        try:
+            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute("PRAGMA foreign_keys = ON")
+        except sqlite3.Error as exc:
+            raise _translate(exc, f"cannot open SQLite store {self.path!r}") from exc
+        self._conn = conn
+
+    @property
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            raise StoreError("the store is closed; open it with `await SqliteStore.open(url)`", code="store_closed")
+        return self._conn
+
+    def _read_version(self) -> int:
+        self._db.execute("CREATE TABLE IF NOT EXISTS stellate_schema (version INTEGER NOT NULL)")
+        row = self._db.execute("SELECT MAX(version) FROM stellate_schema").fetchone()
+        return int(row[0] or 0)
+
+    def _setup(self, migrate: bool) -> None:
+        with self._write():
+            version = self._read_version()
+            if version > len(MIGRATIONS):
+                raise SchemaError(
+                    f"{self.path} has schema {version}, newer than this stellate ({len(MIGRATIONS)}); upgrade stellate",
+                    version=version,
+                )
+            if version < len(MIGRATIONS) and not migrate:
+                raise StoreError(f"{self.path} needs migrating; run `stellate db migrate`", code="schema_behind")
+            for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+                for statement in filter(str.strip, script.split(";")):
+                    self._db.execute(statement)
+                self._db.execute("INSERT INTO stellate_schema (version) VALUES (?)", (number,))
+
+    def _write(self) -> _WriteTransaction:
+        return _WriteTransaction(self._db)
+
+    def _insert_sync(self, record: SessionRecord, planned: PlannedAppend | None) -> None:
+        with self._write():
+            if self._db.execute("SELECT 1 FROM sessions WHERE id = ?", (record.id,)).fetchone():
+                raise ConflictError(f"a session {record.id!r} already exists", code="session_exists")
+            self._db.execute(_INSERT_RECORD, record_row(record))
+            if planned is not None:
+                self._db.executemany(_INSERT_EVENTS, event_rows(record.id, planned))
+
+    def _append_sync(self, session_id: SessionId, events: Sequence[NewEvent], expected: int | None) -> list[Event]:
+        with self._write():
+            row = self._db.execute(f"{_SELECT_RECORD} WHERE id = ?", (session_id,)).fetchone()
+            if row is None:
+                raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
+            planned = plan_append(record_from_row(row), events, expected)
+            self._db.executemany(_INSERT_EVENTS, event_rows(session_id, planned))
+            self._db.execute(_UPDATE_STATE, (*state_update_row(planned.record), session_id))
+            return planned.events
+
+    def _select(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        try:
+            return self._db.execute(sql, params).fetchall()
+        except sqlite3.Error as exc:
+            raise _translate(exc, "read failed") from exc
+
+    # -- BaseStore primitives --------------------------------------------------------------------
+
+    async def _insert_session(self, record: SessionRecord, planned: PlannedAppend | None) -> None:
+        await self._run(self._insert_sync, record, planned)
+
+    async def _append_planned(
+        self, session_id: SessionId, events: Sequence[NewEvent], expected_seq: int | None
+    ) -> list[Event]:
+        return await self._run(self._append_sync, session_id, events, expected_seq)
+
+    async def _read_own(
+        self,
+        session_id: SessionId,
+        start: int,
+        stop: int,
+        types: Sequence[str] | None,
+        reverse: bool,
+        limit: int | None,
+    ) -> list[Event]:
+        sql = select_events_sql(placeholder="?", types=types, reverse=reverse, limit=limit)
+        rows = await self._run(self._select, sql, (session_id, start, stop, *(types or ())))
+        return [event_from_row(r) for r in rows]
+
+    async def _get_record(self, session_id: SessionId) -> SessionRecord | None:
+        rows = await self._run(self._select, f"{_SELECT_RECORD} WHERE id = ?", (session_id,))
+        return record_from_row(rows[0]) if rows else None
+
+    async def list_sessions(self, *, parent_id: SessionId | None = None, roots: bool = False) -> list[SessionRecord]:
+        """All sessions in creation order, or the children of ``parent_id``, or the roots."""
+        params: tuple[Any, ...] = ()
+        if parent_id is not None:
+            sql, params = f"{_SELECT_RECORD} WHERE parent_id = ? ORDER BY position", (parent_id,)
+        elif roots:
+            sql = f"{_SELECT_RECORD} WHERE parent_id IS NULL ORDER BY position"
+        else:
+            sql = f"{_SELECT_RECORD} ORDER BY position"
+        return [record_from_row(r) for r in await self._run(self._select, sql, params)]
+
+    async def close(self) -> None:
+        """Close the connection and stop the thread; safe to call twice."""
+        if self._conn is not None:
+            conn, self._conn = self._conn, None
+            await asyncio.get_running_loop().run_in_executor(self._executor, conn.close)
+        self._executor.shutdown(wait=False)
+
+
+class _WriteTransaction:
+    """``BEGIN IMMEDIATE`` … ``COMMIT``, rolled back on any error, with sqlite errors translated."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._conn = conn
+
+    def __enter__(self) -> None:
+        try:
+            self._conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            raise _translate(exc, "cannot start a write") from exc
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        if exc_type is None:
+            try:
+                self._conn.execute("COMMIT")
+                return
+            except sqlite3.Error as commit_exc:
+                self._conn.execute("ROLLBACK")
+                raise _translate(commit_exc, "commit failed") from commit_exc
+        self._conn.execute("ROLLBACK")
+        if isinstance(exc, sqlite3.Error):
+            raise _translate(exc, "write failed") from exc
+
+
+def _translate(exc: sqlite3.Error, what: str) -> StoreError:
+    text = str(exc)
+    if "locked" in text or "busy" in text:
+        return ConflictError(f"{what}: the SQLite file is locked by another process ({text})", code="store_locked")
+    if isinstance(exc, sqlite3.IntegrityError):
+        return ConflictError(f"{what}: {text}", code="seq_conflict")
+    return StoreError(f"{what}: {text}")

@@ -1,0 +1,89 @@
+"""Types shared by every store backend."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NewType, TypeAlias
+
+from stellate.log.invariants import Cursor
+from stellate.log.state import Slots
+
+__all__ = [
+    "Anchor",
+    "Boundary",
+    "CompletedTurn",
+    "ForkPoint",
+    "ForkRequest",
+    "SessionId",
+    "SessionRecord",
+]
+
+SessionId = NewType("SessionId", str)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Boundary:
+    """Fork at an explicit, inclusive seq; refused (never adjusted) when it is not a safe boundary."""
+
+    seq: int
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Anchor:
+    """Fork at the turn holding ``at_seq`` (a message a person clicked); None means the latest completed turn."""
+
+    at_seq: int | None = None
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class CompletedTurn:
+    """Fork at the source's last completed turn: for forks made from inside the source's own open turn."""
+
+
+ForkPoint: TypeAlias = Boundary | Anchor | CompletedTurn
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ForkRequest:
+    """Make the new session inherit a prefix of ``source_id``'s log by reference."""
+
+    source_id: SessionId
+    point: ForkPoint = field(default_factory=Anchor)
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionRecord:
+    """A session's identity, lineage and materialized state, read in O(1)."""
+
+    id: SessionId
+    parent_id: SessionId | None = None
+    """Topology parent: where the node hangs in the forest."""
+    source_id: SessionId | None = None
+    """Session the history came from (may differ from the topology parent)."""
+    fork_seq: int | None = None
+    """Inclusive seq of the source at which this session forked (None: no inherited prefix)."""
+    inherited: int = 0
+    """Number of events read from the source by reference; the session's own events start at this seq."""
+    created_at: int = 0
+    slots: Slots = field(default_factory=Slots)
+    cursor: Cursor = field(default_factory=Cursor)
+
+    @property
+    def next_seq(self) -> int:
+        """Length of the log: the seq the next event will get."""
+        return self.cursor.next_seq
+
+    @property
+    def turn_count(self) -> int:
+        """Number of turns started in the log, inherited ones included."""
+        return self.cursor.last_turn
+
+    @property
+    def label(self) -> str:
+        """Current label."""
+        return self.slots.label
+
+    @property
+    def status(self) -> str:
+        """``active`` or ``archived``."""
+        return self.slots.status

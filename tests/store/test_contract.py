@@ -1,0 +1,3 @@
+"""Runs the shipped store contract against every backend of ``conftest.BACKENDS``."""
+
+from stellate.testing.store_contract import *  # noqa: F403
