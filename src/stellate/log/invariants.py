@@ -116,7 +116,7 @@ def _turn_end(cursor: Cursor, event: Event) -> Cursor:
         raise _refuse(event, f"turn {event.data['turn']} is not the open turn")
     if cursor.step_open:
         raise _refuse(event, f"step {cursor.step} is still open")
-    return replace(cursor, turn_open=False)
+    return replace(cursor, turn_open=False, step=0)
 
 
 def _step_start(cursor: Cursor, event: Event) -> Cursor:
@@ -136,7 +136,7 @@ def _step_end(cursor: Cursor, event: Event) -> Cursor:
         raise _refuse(event, "not the open step")
     if cursor.unanswered:
         raise _refuse(event, f"tool calls without a result: {', '.join(cursor.unanswered)}")
-    return replace(cursor, step_open=False, requested=(), started=(), answered=())
+    return replace(cursor, step_open=False, step_replied=False, requested=(), started=(), answered=())
 
 
 def _assistant_message(cursor: Cursor, event: Event) -> Cursor:

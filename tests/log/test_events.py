@@ -1,0 +1,32 @@
+from __future__ import annotations
+
+import pytest
+
+from stellate.errors import FormatError
+from stellate.log import NewEvent, validate_event
+
+
+def test_known_event_returns_compact_json() -> None:
+    assert validate_event(NewEvent(type="user/message", data={"content": "é"})) == '{"content":"é"}'
+
+
+@pytest.mark.parametrize(
+    "data",
+    [{"content": "x", "z": -0.0}, {"content": "x", 1: "int key"}, {"content": "x", "s": {1, 2}}, [1]],
+    ids=["negative-zero", "int-key", "set", "not-object"],
+)
+def test_data_that_does_not_survive_json_is_refused(data: object) -> None:
+    with pytest.raises(FormatError):
+        validate_event(NewEvent(type="user/message", data=data))  # type: ignore[arg-type]
+
+
+def test_unknown_type_needs_ignorable() -> None:
+    with pytest.raises(FormatError) as info:
+        validate_event(NewEvent(type="my/event", data={}))
+    assert info.value.code == "unknown_event_type"
+    validate_event(NewEvent(type="my/event", data={}, ignorable=True))
+
+
+def test_turn_end_reason_is_a_closed_vocabulary() -> None:
+    with pytest.raises(FormatError, match="reason"):
+        validate_event(NewEvent(type="turn/end", data={"turn": 1, "reason": "done"}))

@@ -1,0 +1,89 @@
+from __future__ import annotations
+
+from stellate.log import (
+    AssistantMessage,
+    Event,
+    ToolCall,
+    ToolMessage,
+    UserMessage,
+    derive_transcript,
+    sanitize_messages,
+)
+
+
+def build(*specs: tuple[str, dict[str, object]]) -> list[Event]:
+    return [Event(seq=i, type=t, time=0, data=dict(d)) for i, (t, d) in enumerate(specs)]
+
+
+def turn(n: int, user: str, reply: str | None, reason: str = "completed") -> list[tuple[str, dict[str, object]]]:
+    specs: list[tuple[str, dict[str, object]]] = [("turn/start", {"turn": n}), ("user/message", {"content": user})]
+    specs.append(("step/start", {"turn": n, "step": 1}))
+    if reply is not None:
+        specs.append(("assistant/message", {"content": reply, "tool_calls": []}))
+    specs += [("step/end", {"turn": n, "step": 1}), ("turn/end", {"turn": n, "reason": reason})]
+    return specs
+
+
+def test_completed_turns_become_user_and_assistant_messages() -> None:
+    transcript = derive_transcript(build(*turn(1, "hi", "hello")))
+    assert transcript.messages == (UserMessage(content="hi"), AssistantMessage(content="hello"))
+
+
+def test_turn_that_failed_before_any_output_contributes_nothing() -> None:
+    events = build(*turn(1, "a", "A"), *turn(2, "b", None, reason="error"), *turn(3, "c", "C"))
+    assert [m.content for m in derive_transcript(events).messages] == ["a", "A", "c", "C"]
+
+
+def test_aborted_turn_with_partial_output_is_kept() -> None:
+    events = build(*turn(1, "a", "partial", reason="aborted"))
+    assert [m.content for m in derive_transcript(events).messages] == ["a", "partial"]
+
+
+def test_empty_assistant_message_is_skipped() -> None:
+    events = build(*turn(1, "a", ""))
+    assert derive_transcript(events).messages == (UserMessage(content="a"),)
+
+
+def test_compaction_replaces_everything_it_covers() -> None:
+    specs = [*turn(1, "a", "A"), *turn(2, "b", "B")]
+    specs.append(("compaction/summary", {"through_seq": 5, "summary": "talked about a"}))
+    transcript = derive_transcript(build(*specs))
+    assert transcript.summary == "talked about a" and transcript.summary_through_seq == 5
+    assert [m.content for m in transcript.messages] == ["b", "B"]
+
+
+def test_open_turn_is_visible_for_tool_continuations() -> None:
+    call = {"id": "c", "name": "t", "arguments": "{}"}
+    events = build(
+        ("turn/start", {"turn": 1}),
+        ("user/message", {"content": "q"}),
+        ("step/start", {"turn": 1, "step": 1}),
+        ("assistant/message", {"content": "", "tool_calls": [call]}),
+        ("tool/result", {"call_id": "c", "name": "t", "content": "r", "is_error": False}),
+        ("step/end", {"turn": 1, "step": 1}),
+    )
+    roles = [m.role for m in derive_transcript(events).messages]
+    assert roles == ["user", "assistant", "tool"]
+    # mid-step, before the result: the unanswered call is not shown
+    assert [m.role for m in derive_transcript(events[:4]).messages] == ["user"]
+
+
+def test_sanitize_drops_incomplete_groups_and_orphan_results() -> None:
+    call = ToolCall(id="x", name="t", arguments="{}")
+    messages = [
+        ToolMessage(call_id="orphan", name="t", content="r"),
+        UserMessage(content="q"),
+        AssistantMessage(content="thinking", tool_calls=(call, ToolCall(id="y", name="t", arguments="{}"))),
+        ToolMessage(call_id="x", name="t", content="r"),
+        UserMessage(content="next"),
+        AssistantMessage(content="", tool_calls=(call,)),
+        ToolMessage(call_id="x", name="t", content="ok"),
+    ]
+    out = sanitize_messages(messages)
+    assert out == [
+        UserMessage(content="q"),
+        AssistantMessage(content="thinking"),
+        UserMessage(content="next"),
+        AssistantMessage(content="", tool_calls=(call,)),
+        ToolMessage(call_id="x", name="t", content="ok"),
+    ]

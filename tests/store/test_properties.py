@@ -1,0 +1,225 @@
+"""Stateful property tests: random append / fork / crash / repair sequences keep every log rule."""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from collections.abc import Coroutine
+from pathlib import Path
+from typing import Any, TypeVar
+
+from hypothesis import HealthCheck, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
+
+from stellate.errors import ForkError, FormatError, InvariantError
+from stellate.log import check_log, check_messages_pairing, derive_transcript, make_event, message_to_json
+from stellate.store import BaseStore, Boundary, CompletedTurn, ForkRequest, SessionId
+from stellate.store.memory import MemoryStore
+from stellate.store.sqlite import SqliteStore
+
+T = TypeVar("T")
+
+ANY_EVENT_TYPES = [
+    "turn/start",
+    "turn/end",
+    "step/start",
+    "step/end",
+    "user/message",
+    "assistant/message",
+    "tool/result",
+    "tool/call",
+    "memory/put",
+]
+
+
+class LogMachine(RuleBasedStateMachine):
+    backend = "memory"
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.loop = asyncio.new_event_loop()
+        self.tmp = tempfile.TemporaryDirectory()
+        self.store: BaseStore = self.run(self._open())
+        self.sessions: list[SessionId] = []
+        self.calls = 0
+
+    async def _open(self) -> BaseStore:
+        if self.backend == "memory":
+            return MemoryStore()
+        return await SqliteStore.open(str(Path(self.tmp.name) / "p.db"))
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        return self.loop.run_until_complete(coro)
+
+    def teardown(self) -> None:
+        self.run(self.store.close())
+        self.loop.close()
+        self.tmp.cleanup()
+
+    def cursor(self, sid: SessionId) -> Any:
+        return self.run(self.store.get_session(sid)).cursor
+
+    @initialize()
+    def root(self) -> None:
+        record = self.run(self.store.create_session(events=[make_event("session/created", {"label": "root"})]))
+        self.sessions.append(record.id)
+
+    # -- well-formed writes ----------------------------------------------------------------------
+
+    @rule(data=st.data())
+    def start_turn(self, data: st.DataObject) -> None:
+        sid = data.draw(st.sampled_from(self.sessions))
+        c = self.cursor(sid)
+        if c.turn_open:
+            return
+        n = c.last_turn + 1
+        self.run(
+            self.store.append(
+                sid, [make_event("turn/start", {"turn": n}), make_event("user/message", {"content": f"u{n}"})]
+            )
+        )
+
+    @rule(data=st.data(), n_calls=st.integers(0, 3), text=st.sampled_from(["", "reply"]))
+    def model_step(self, data: st.DataObject, n_calls: int, text: str) -> None:
+        sid = data.draw(st.sampled_from(self.sessions))
+        c = self.cursor(sid)
+        if not c.turn_open or c.step_open:
+            return
+        calls = []
+        for _ in range(n_calls):
+            self.calls += 1
+            calls.append({"id": f"c{self.calls}", "name": "tool", "arguments": "{}"})
+        step = {"turn": c.last_turn, "step": c.step + 1}
+        message = make_event("assistant/message", {"content": text, "tool_calls": calls})
+        self.run(self.store.append(sid, [make_event("step/start", step), message]))
+
+    @rule(data=st.data(), record_call=st.booleans())
+    def run_tool(self, data: st.DataObject, record_call: bool) -> None:
+        sid = data.draw(st.sampled_from(self.sessions))
+        c = self.cursor(sid)
+        if not c.unanswered:
+            return
+        call_id = c.unanswered[0]
+        if record_call and call_id not in c.started:
+            self.run(
+                self.store.append(
+                    sid, [make_event("tool/call", {"call_id": call_id, "name": "tool", "arguments": "{}"})]
+                )
+            )
+            return
+        result = {"call_id": call_id, "name": "tool", "content": "r", "is_error": False}
+        self.run(self.store.append(sid, [make_event("tool/result", result)]))
+
+    @rule(data=st.data(), reason=st.sampled_from(["completed", "aborted", "error", "max_rounds"]))
+    def close_step_and_turn(self, data: st.DataObject, reason: str) -> None:
+        sid = data.draw(st.sampled_from(self.sessions))
+        c = self.cursor(sid)
+        events = []
+        if c.step_open:
+            if c.unanswered:
+                return
+            events.append(make_event("step/end", {"turn": c.last_turn, "step": c.step}))
+        if c.turn_open:
+            events.append(make_event("turn/end", {"turn": c.last_turn, "reason": reason}))
+        if events:
+            self.run(self.store.append(sid, events))
+
+    @rule(data=st.data(), content=st.text(max_size=5))
+    def slot_event(self, data: st.DataObject, content: str) -> None:
+        sid = data.draw(st.sampled_from(self.sessions))
+        self.run(self.store.append(sid, [make_event("memory/put", {"content": content})]))
+
+    # -- crash, repair, fork ---------------------------------------------------------------------
+
+    @rule(data=st.data())
+    def crash_and_repair(self, data: st.DataObject) -> None:
+        sid = data.draw(st.sampled_from(self.sessions))
+        was_open = self.cursor(sid).turn_open
+        added = self.run(self.store.repair(sid))
+        assert bool(added) == was_open
+        assert not self.cursor(sid).turn_open
+        assert self.run(self.store.repair(sid)) == []
+
+    @precondition(lambda self: len(self.sessions) < 8)
+    @rule(data=st.data())
+    def fork_at_boundary(self, data: st.DataObject) -> None:
+        sid = data.draw(st.sampled_from(self.sessions))
+        events = self.run(self.store.read_events(sid))
+        boundary = data.draw(st.integers(-1, len(events)))
+        markers = [e for e in events[: boundary + 1] if e.type in ("turn/start", "turn/end")] if boundary >= 0 else []
+        expect_ok = 0 <= boundary < len(events) and (not markers or markers[-1].type == "turn/end")
+        try:
+            child = self.run(self.store.create_session(fork=ForkRequest(source_id=sid, point=Boundary(seq=boundary))))
+        except ForkError as exc:
+            assert not expect_ok, exc
+            assert exc.code in ("invalid_boundary", "open_turn")
+            return
+        assert expect_ok
+        self.sessions.append(child.id)
+        assert self.run(self.store.read_events(child.id)) == events[: boundary + 1]
+
+    @precondition(lambda self: len(self.sessions) < 8)
+    @rule(data=st.data())
+    def fork_from_inside_a_turn(self, data: st.DataObject) -> None:
+        sid = data.draw(st.sampled_from(self.sessions))
+        child = self.run(self.store.create_session(fork=ForkRequest(source_id=sid, point=CompletedTurn())))
+        self.sessions.append(child.id)
+        assert not self.cursor(child.id).turn_open
+
+    # -- hostile writes --------------------------------------------------------------------------
+
+    @rule(data=st.data(), event_type=st.sampled_from(ANY_EVENT_TYPES), turn=st.integers(0, 4), step=st.integers(0, 3))
+    def random_write_is_either_valid_or_refused_cleanly(
+        self, data: st.DataObject, event_type: str, turn: int, step: int
+    ) -> None:
+        sid = data.draw(st.sampled_from(self.sessions))
+        payload: dict[str, Any] = {
+            "turn": turn,
+            "step": step,
+            "reason": "completed",
+            "content": "x",
+            "tool_calls": [],
+            "call_id": "c1",
+            "name": "tool",
+            "arguments": "{}",
+            "is_error": False,
+        }
+        before = self.run(self.store.get_session(sid))
+        try:
+            self.run(self.store.append(sid, [make_event(event_type, payload)]))
+        except (InvariantError, FormatError):
+            assert self.run(self.store.get_session(sid)) == before
+
+    # -- what must always hold -------------------------------------------------------------------
+
+    @invariant()
+    def every_log_is_valid_and_derives_a_valid_transcript(self) -> None:
+        for sid in self.sessions:
+            record = self.run(self.store.get_session(sid))
+            events = self.run(self.store.read_events(sid))
+            assert [e.seq for e in events] == list(range(record.next_seq))
+            assert check_log(events) == record.cursor
+            messages = derive_transcript(events).messages
+            check_messages_pairing([message_to_json(m) for m in messages])
+            assert all(m.content or getattr(m, "tool_calls", ()) for m in messages if m.role == "assistant")
+
+    @invariant()
+    def every_child_prefix_equals_its_source(self) -> None:
+        for sid in self.sessions:
+            record = self.run(self.store.get_session(sid))
+            if record.inherited and record.source_id:
+                mine = self.run(self.store.read_events(sid, stop=record.inherited))
+                theirs = self.run(self.store.read_events(record.source_id, stop=record.inherited))
+                assert mine == theirs
+
+
+class SqliteLogMachine(LogMachine):
+    backend = "sqlite"
+
+
+_settings = settings(max_examples=40, stateful_step_count=30, deadline=None, suppress_health_check=list(HealthCheck))
+TestMemoryLog = LogMachine.TestCase
+TestMemoryLog.settings = _settings
+TestSqliteLog = SqliteLogMachine.TestCase
+TestSqliteLog.settings = _settings
