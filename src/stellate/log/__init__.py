@@ -29,7 +29,7 @@ from stellate.log.messages import (
 )
 from stellate.log.repair import repair_events
 from stellate.log.state import SessionStatus, Slots, fold_slots
-from stellate.log.transcript import Transcript, derive_transcript, event_messages, sanitize_messages
+from stellate.log.transcript import Transcript, TranscriptFold, derive_transcript, event_messages, sanitize_messages
 
 __all__ = [
     "EVENT_TYPES",
@@ -47,6 +47,7 @@ __all__ = [
     "ToolCall",
     "ToolMessage",
     "Transcript",
+    "TranscriptFold",
     "TurnEndReason",
     "UserMessage",
     "advance",

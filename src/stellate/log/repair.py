@@ -8,28 +8,30 @@ nothing, so running it twice is the same as running it once.
 
 from __future__ import annotations
 
-from stellate.log.events import NewEvent
+from stellate.log.events import NewEvent, TurnEndReason
 from stellate.log.invariants import Cursor
 
 __all__ = ["NOT_STARTED_TEXT", "OUTCOME_UNKNOWN_TEXT", "repair_events"]
 
 NOT_STARTED_TEXT = (
-    "Tool call {call_id} ({name}) was interrupted before it started: the process stopped. "
-    "Call it again if it is still needed."
+    "Tool call {call_id} ({name}) was interrupted before it started. Call it again if it is still needed."
 )
 OUTCOME_UNKNOWN_TEXT = (
-    "Tool call {call_id} ({name}) was running when the process stopped; its outcome is unknown. "
+    "Tool call {call_id} ({name}) was interrupted while it ran; its outcome is unknown. "
     "Call it again only if it is read-only or idempotent; otherwise check its effect first."
 )
 
 
-def repair_events(cursor: Cursor, *, call_names: dict[str, str], time: int) -> list[NewEvent]:
+def repair_events(
+    cursor: Cursor, *, call_names: dict[str, str], time: int, reason: TurnEndReason = "interrupted"
+) -> list[NewEvent]:
     """The events that close the log described by ``cursor``; empty when no turn is open.
 
     Args:
         cursor: The cursor after the log's last event.
         call_names: Tool name of each requested call id of the open step (for the synthetic results).
         time: Timestamp for the synthetic events; use the last real event's time so repair is deterministic.
+        reason: Reason recorded on ``turn/end``: ``interrupted`` after a crash, ``aborted`` for a cancelled turn.
     """
     if not cursor.turn_open:
         return []
@@ -47,6 +49,6 @@ def repair_events(cursor: Cursor, *, call_names: dict[str, str], time: int) -> l
             }
             closers.append(NewEvent(type="tool/result", data=data, time=time))
         closers.append(NewEvent(type="step/end", data={"turn": cursor.last_turn, "step": cursor.step}, time=time))
-    turn_end = {"turn": cursor.last_turn, "reason": "interrupted"}
+    turn_end = {"turn": cursor.last_turn, "reason": reason}
     closers.append(NewEvent(type="turn/end", data=turn_end, time=time))
     return closers

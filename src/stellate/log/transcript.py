@@ -7,13 +7,14 @@ early) contributes nothing; its events stay in the log for audit.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import bisect
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 
 from stellate.log.events import Event
 from stellate.log.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage, message_from_json
 
-__all__ = ["Transcript", "derive_transcript", "event_messages", "sanitize_messages"]
+__all__ = ["Transcript", "TranscriptFold", "derive_transcript", "event_messages", "sanitize_messages"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,30 +47,81 @@ def event_messages(event: Event) -> list[Message]:
     return []
 
 
-@dataclass(slots=True)
-class _Fold:
-    kept: list[tuple[int, Message]] = field(default_factory=list)
-    turn: list[tuple[int, Message]] | None = None
-    turn_has_output: bool = False
-    summary: str | None = None
-    through: int | None = None
+class TranscriptFold:
+    """Incremental transcript derivation: absorb events one by one, read the transcript at any point.
+
+    Messages of closed turns are final (the invariants guarantee their tool groups are complete), so only
+    the open turn is sanitized when the transcript is read; reading costs a list copy, not a re-fold.
+
+    Args:
+        weigh: Optional weight of a message (a token estimate); the fold keeps the sum for closed turns.
+    """
+
+    def __init__(self, weigh: Callable[[Message], int] | None = None) -> None:
+        self._weigh = weigh
+        self.kept_seqs: list[int] = []
+        self.kept: list[Message] = []
+        self.kept_weights: list[int] = []
+        self.kept_weight = 0
+        self.turn: list[tuple[int, Message]] | None = None
+        self.turn_has_output = False
+        self.summary: str | None = None
+        self.summary_through_seq: int | None = None
 
     def add(self, event: Event) -> None:
-        target = self.turn if self.turn is not None else self.kept
-        for message in event_messages(event):
-            target.append((event.seq, message))
-            self.turn_has_output = self.turn_has_output or message.role == "assistant"
+        """Absorb the next event of the log."""
+        if event.type == "turn/start":
+            self.turn, self.turn_has_output = [], False
+        elif event.type == "turn/end":
+            self._end_turn(event.data["reason"])
+        elif event.type == "compaction/summary":
+            self.compact(event.data["through_seq"], event.data["summary"])
+        else:
+            for message in event_messages(event):
+                self._add_message(event.seq, message)
 
-    def end_turn(self, reason: str) -> None:
+    def _add_message(self, seq: int, message: Message) -> None:
+        if self.turn is not None:
+            self.turn.append((seq, message))
+            self.turn_has_output = self.turn_has_output or message.role == "assistant"
+        else:
+            self._keep(seq, message)
+
+    def _keep(self, seq: int, message: Message) -> None:
+        weight = self._weigh(message) if self._weigh else 0
+        self.kept_seqs.append(seq)
+        self.kept.append(message)
+        self.kept_weights.append(weight)
+        self.kept_weight += weight
+
+    def _end_turn(self, reason: str) -> None:
         if self.turn is not None and (reason == "completed" or self.turn_has_output):
-            self.kept.extend(self.turn)
+            for seq, message in self.turn:
+                self._keep(seq, message)
         self.turn = None
 
     def compact(self, through_seq: int, summary: str) -> None:
-        self.summary, self.through = summary, through_seq
-        self.kept = [(s, m) for s, m in self.kept if s > through_seq]
+        """Replace everything at or before ``through_seq`` with ``summary``."""
+        self.summary, self.summary_through_seq = summary, through_seq
+        cut = bisect.bisect_right(self.kept_seqs, through_seq)
+        del self.kept_seqs[:cut], self.kept[:cut], self.kept_weights[:cut]
+        self.kept_weight = sum(self.kept_weights)
         if self.turn is not None:
             self.turn = [(s, m) for s, m in self.turn if s > through_seq]
+
+    def open_turn_messages(self) -> list[Message]:
+        """Sanitized messages of the open turn (empty between turns)."""
+        return sanitize_messages([m for _, m in self.turn]) if self.turn else []
+
+    def messages(self) -> list[Message]:
+        """The transcript's messages after the summary, open turn included."""
+        return self.kept + self.open_turn_messages()
+
+    def transcript(self) -> Transcript:
+        """The transcript as it stands."""
+        return Transcript(
+            summary=self.summary, summary_through_seq=self.summary_through_seq, messages=tuple(self.messages())
+        )
 
 
 def derive_transcript(events: Iterable[Event]) -> Transcript:
@@ -77,20 +129,10 @@ def derive_transcript(events: Iterable[Event]) -> Transcript:
 
     Messages of a still-open turn are included, so a tool continuation sees the turn so far.
     """
-    fold = _Fold()
+    fold = TranscriptFold()
     for event in events:
-        if event.type == "turn/start":
-            fold.turn, fold.turn_has_output = [], False
-        elif event.type == "turn/end":
-            fold.end_turn(event.data["reason"])
-        elif event.type == "compaction/summary":
-            fold.compact(event.data["through_seq"], event.data["summary"])
-        else:
-            fold.add(event)
-    messages = [m for _, m in fold.kept] + [m for _, m in fold.turn or ()]
-    return Transcript(
-        summary=fold.summary, summary_through_seq=fold.through, messages=tuple(sanitize_messages(messages))
-    )
+        fold.add(event)
+    return fold.transcript()
 
 
 def sanitize_messages(messages: Sequence[Message]) -> list[Message]:

@@ -1,0 +1,365 @@
+"""The Session primitive (seed 001): one conversation, one log, exactly one model call per `send`.
+
+A `Session` mirrors its log in memory (`History`), so assembling the next context never rereads the
+store. Writes are staged and committed in batches with an expected-seq check: a turn costs two small
+transactions (one with ``durability="turn"``), whatever the length of the history.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+from collections.abc import AsyncIterator, Sequence
+
+from stellate.errors import ArchivedError, ConflictError, UsageError
+from stellate.llm.tokens import default_token_counter
+from stellate.llm.types import TokenCounter
+from stellate.log.events import Event, NewEvent, make_event
+from stellate.log.messages import Message, SystemMessage, message_to_json
+from stellate.log.transcript import sanitize_messages
+from stellate.session.context import build_context, build_prefix, summary_text
+from stellate.session.history import History
+from stellate.session.prompts import default_compress_fn, default_consolidate_fn
+from stellate.session.turn import Turn
+from stellate.session.types import (
+    CompressFn,
+    ConsolidateFn,
+    ForkContext,
+    SendDone,
+    SendResult,
+    SessionRuntime,
+    SessionStreamEvent,
+)
+from stellate.store.base import BaseStore
+from stellate.store.types import Boundary, CompletedTurn, ForkRequest, SessionId, SessionRecord
+
+__all__ = ["Session"]
+
+_NO_TOOLS_TEXT = "No tools are available in a plain send(); this call was not run."
+
+
+class Session:
+    """A conversation backed by an append-only log. Create with `Session.create`, reopen with `Session.load`."""
+
+    def __init__(self, store: BaseStore, record: SessionRecord, runtime: SessionRuntime) -> None:
+        self.store = store
+        self.record = record
+        """Identity and lineage as stored (slots and cursor live in `history`)."""
+        self.runtime = runtime
+        self.counter: TokenCounter = runtime.token_counter or default_token_counter()
+        self.history = History(inherited=record.inherited, weigh=self._weigh)
+        self._pending: list[NewEvent] = []
+        self._flush_lock = asyncio.Lock()
+        self._calibration = 0
+
+    # -- opening ---------------------------------------------------------------------------------
+
+    @classmethod
+    async def create(
+        cls,
+        store: BaseStore,
+        runtime: SessionRuntime,
+        *,
+        label: str = "",
+        system_prompt: str | None = None,
+        session_id: SessionId | None = None,
+        parent_id: SessionId | None = None,
+        config: dict[str, object] | None = None,
+    ) -> Session:
+        """Create a root (or, with ``parent_id``, a child without inherited context)."""
+        events = _opening_events(label, system_prompt, config)
+        record = await store.create_session(session_id=session_id, parent_id=parent_id, events=events)
+        return await cls._open(store, record, runtime)
+
+    @classmethod
+    async def load(
+        cls, store: BaseStore, session_id: SessionId, runtime: SessionRuntime, *, repair: bool = True
+    ) -> Session:
+        """Open an existing session; with ``repair`` a turn left open by a dead process is closed first."""
+        record = await store.get_session(session_id)
+        if repair and record.cursor.turn_open:
+            await store.repair(session_id)
+            record = await store.get_session(session_id)
+        return await cls._open(store, record, runtime)
+
+    @classmethod
+    async def _open(cls, store: BaseStore, record: SessionRecord, runtime: SessionRuntime) -> Session:
+        session = cls(store, record, runtime)
+        session.history.absorb(await store.read_events(record.id))
+        return session
+
+    async def refresh(self) -> None:
+        """Catch up with events other writers appended since this object last wrote."""
+        record = await self.store.get_session(self.id)
+        if record.next_seq > self.history.next_seq and not self._pending:
+            self.history.absorb(await self.store.read_events(self.id, start=self.history.next_seq))
+
+    # -- identity and slots ----------------------------------------------------------------------
+
+    @property
+    def id(self) -> SessionId:
+        """Session id."""
+        return self.record.id
+
+    @property
+    def label(self) -> str:
+        """Current label."""
+        return self.history.slots.label
+
+    @property
+    def memory(self) -> str | None:
+        """Current memory (read by the reflection layer; never sent to this session's model)."""
+        return self.history.slots.memory
+
+    @property
+    def insight(self) -> str | None:
+        """Pending insight, consumed by the next successful model call."""
+        return self.history.slots.insight
+
+    @property
+    def system_prompt(self) -> str | None:
+        """Current system prompt."""
+        return self.history.slots.system_prompt
+
+    @property
+    def is_archived(self) -> bool:
+        """Whether the session is archived (read-only)."""
+        return self.history.slots.status == "archived"
+
+    @property
+    def compress_fn(self) -> CompressFn:
+        """The summarizer in use (the runtime's, or the default built from the adapter)."""
+        return self.runtime.compress_fn or default_compress_fn(self.runtime.llm, self.runtime.language)
+
+    @property
+    def consolidate_fn(self) -> ConsolidateFn:
+        """The consolidator in use (the runtime's, or the default built from the adapter)."""
+        return self.runtime.consolidate_fn or default_consolidate_fn(self.runtime.llm, self.runtime.language)
+
+    async def set_system_prompt(self, content: str) -> None:
+        """Replace the system prompt."""
+        await self._write([make_event("system_prompt/set", {"content": content})])
+
+    async def set_label(self, label: str) -> None:
+        """Rename the session; the identity line of the next call follows."""
+        await self._write([make_event("label/set", {"label": label})])
+
+    async def put_memory(self, content: str) -> None:
+        """Replace the memory."""
+        await self._write([make_event("memory/put", {"content": content})])
+
+    async def put_insight(self, content: str) -> None:
+        """Replace the pending insight (one-shot; consumed by the next successful call)."""
+        await self._write([make_event("insight/put", {"content": content})])
+
+    async def clear_insight(self) -> None:
+        """Drop the pending insight unread."""
+        await self._write([make_event("insight/cleared")])
+
+    async def archive(self) -> None:
+        """Make the session read-only; archiving twice is harmless."""
+        if not self.is_archived:
+            await self._write([make_event("session/archived")], check_writable=False)
+
+    # -- conversation ----------------------------------------------------------------------------
+
+    def turn(self, content: str) -> Turn:
+        """Open a turn for the engine's tool loop: ``async with session.turn("...") as turn: ...``."""
+        return Turn(self, content)
+
+    async def send(self, content: str) -> SendResult:
+        """One user message, one model call, recorded as a complete turn.
+
+        Raises:
+            UsageError: empty input, or too large for the model's window (code ``context_too_large``).
+            ArchivedError: the session is archived.
+            ProviderError, LLMError: the call failed; the turn is recorded with ``turn/end {error}``
+                and the insight is kept for the next call.
+        """
+        async with self.turn(content) as turn:
+            result = await turn.step()
+            await _refuse_tools(turn, result)
+        return result
+
+    async def stream(self, content: str) -> AsyncIterator[SessionStreamEvent]:
+        """Like `send`, yielding text and tool-call deltas as they arrive, then `SendDone`."""
+        async with self.turn(content) as turn:
+            async for event in turn.stream_step():
+                yield event
+                if isinstance(event, SendDone):
+                    await _refuse_tools(turn, event.result)
+
+    async def messages(self) -> list[Message]:
+        """The transcript as the model would see it, summary first (as a system message) when compressed."""
+        summary = self.history.fold.summary
+        lead: list[Message] = [SystemMessage(content=summary_text(summary, self.runtime.language))] if summary else []
+        return lead + self.history.fold.messages()
+
+    def context(self) -> list[Message]:
+        """The exact messages the next model call would get (without a new user message)."""
+        return build_context(self.history, self.runtime.language)
+
+    async def context_at(self, reply_seq: int) -> list[Message]:
+        """Rebuild, from the log alone, the exact context that produced the assistant message at ``reply_seq``.
+
+        Raises:
+            UsageError: ``reply_seq`` is not an assistant message made inside a step.
+        """
+        found = await self.store.read_events(self.id, start=reply_seq, stop=reply_seq + 1)
+        if not found or found[0].type != "assistant/message":
+            raise UsageError(f"seq {reply_seq} of session {self.id} is not an assistant message")
+        past = History(inherited=self.record.inherited)
+        past.absorb(await self.store.read_events(self.id, stop=reply_seq))
+        if not past.cursor.step_open:
+            raise UsageError(f"seq {reply_seq} was not produced by a model call (it stands outside a step)")
+        return build_context(past, self.runtime.language)
+
+    async def consolidate(self) -> str:
+        """Turn the history into a new memory with ``consolidate_fn`` and store it (replace semantics)."""
+        self._check_writable()
+        memory = await self.consolidate_fn(self.memory, await self.messages())
+        data = {"content": memory, "source": "consolidate", "through_seq": self.history.next_seq - 1}
+        await self._write([make_event("memory/put", data)])
+        return memory
+
+    # -- fork ------------------------------------------------------------------------------------
+
+    async def fork(
+        self,
+        *,
+        label: str,
+        context: ForkContext = "none",
+        prompt: str | None = None,
+        system_prompt: str | None = None,
+        session_id: SessionId | None = None,
+        parent_id: SessionId | None = None,
+        runtime: SessionRuntime | None = None,
+        config: dict[str, object] | None = None,
+    ) -> Session:
+        """Create a child session; memory and insight are never copied.
+
+        Args:
+            label: The child's label (its identity line).
+            context: ``none``; ``inherit`` (by reference: the history up to the last completed turn when
+                this session's turn is open, else all of it); or a function selecting messages to copy.
+            prompt: Opening assistant message written into the child.
+            system_prompt: The child's system prompt (None: none; the engine's merge chain decides it).
+            session_id: The child's id (default: a new one).
+            parent_id: Topology parent (default: this session).
+            runtime: The child's runtime (default: this session's).
+            config: Frozen configuration recorded in the child.
+        """
+        events = _opening_events(label, system_prompt, config)
+        fork: ForkRequest | None = None
+        if context == "inherit":
+            fork = self._inherit_request()
+        elif callable(context):
+            selected = context(await self.messages())
+            chosen = await selected if inspect.isawaitable(selected) else selected
+            copied = sanitize_messages(list(chosen))
+            if copied:
+                events.append(make_event("context/imported", {"messages": [message_to_json(m) for m in copied]}))
+        elif context != "none":
+            raise UsageError(f"fork context must be 'none', 'inherit' or a function, not {context!r}")
+        if prompt:
+            events.append(make_event("assistant/message", {"content": prompt, "tool_calls": []}))
+        record = await self.store.create_session(
+            session_id=session_id,
+            parent_id=parent_id if parent_id is not None else self.id,
+            fork=fork,
+            events=events,
+            source_id=self.id if fork is None and context != "none" else None,
+        )
+        return await Session._open(self.store, record, runtime or self.runtime)
+
+    def _inherit_request(self) -> ForkRequest | None:
+        cursor = self.history.cursor
+        if cursor.turn_open:
+            return ForkRequest(source_id=self.id, point=CompletedTurn())
+        if cursor.next_seq == 0:
+            return None
+        return ForkRequest(source_id=self.id, point=Boundary(seq=cursor.next_seq - 1))
+
+    # -- writing ---------------------------------------------------------------------------------
+
+    def _check_writable(self) -> None:
+        if self.is_archived:
+            raise ArchivedError(f"session {self.id} is archived and read-only", session_id=self.id)
+
+    async def _write(self, events: list[NewEvent], *, check_writable: bool = True) -> None:
+        if check_writable:
+            self._check_writable()
+        self._stage(events)
+        await self._flush()
+
+    def _stage(self, events: Sequence[NewEvent]) -> None:
+        """Number ``events`` after the log, fold them into the history now, and queue them for the store."""
+        seq = self.history.next_seq
+        numbered = [
+            Event(seq=seq + i, type=e.type, time=e.time, data=e.data, ignorable=e.ignorable)
+            for i, e in enumerate(events)
+        ]
+        self.history.absorb(numbered)
+        self._pending.extend(events)
+
+    async def _flush(self) -> None:
+        """Commit staged events in order; on a conflict with another writer, rebase them once and retry."""
+        async with self._flush_lock:
+            if not self._pending:
+                return
+            batch, self._pending = self._pending, []
+            first = self.history.next_seq - len(batch)
+            try:
+                await self.store.append(self.id, batch, expected_seq=first)
+            except ConflictError:
+                await self._rebase(batch)
+            except BaseException:
+                await self._reload()
+                raise
+
+    async def _rebase(self, batch: list[NewEvent]) -> None:
+        await self._reload()
+        self._stage(batch)
+        self._pending = []
+        try:
+            await self.store.append(self.id, batch, expected_seq=self.history.next_seq - len(batch))
+        except BaseException:
+            await self._reload()
+            raise
+
+    async def _reload(self) -> None:
+        self.record = await self.store.get_session(self.id)
+        self.history = History(inherited=self.record.inherited, weigh=self._weigh)
+        self.history.absorb(await self.store.read_events(self.id))
+        self._pending = []
+
+    # -- token estimates -------------------------------------------------------------------------
+
+    def _weigh(self, message: Message) -> int:
+        return self.counter.count((message,))
+
+    def _calibrate(self, offset: int) -> None:
+        """Remember how far the estimate was from the provider's count for the last call."""
+        self._calibration = offset
+
+    def estimate_prompt_tokens(self) -> int:
+        """Estimated size of the next call's prompt: provider-calibrated when a provider reported usage."""
+        history = self.history
+        prefix = build_prefix(history.slots, history.fold.summary, self.runtime.language)
+        open_turn = history.fold.open_turn_messages()
+        return self.counter.count(prefix + open_turn) + history.fold.kept_weight + self._calibration
+
+
+def _opening_events(label: str, system_prompt: str | None, config: dict[str, object] | None) -> list[NewEvent]:
+    events = [make_event("session/created", {"label": label})]
+    if system_prompt:
+        events.append(make_event("system_prompt/set", {"content": system_prompt}))
+    if config:
+        events.append(make_event("config/frozen", {"config": dict(config)}))
+    return events
+
+
+async def _refuse_tools(turn: Turn, result: SendResult) -> None:
+    """A plain send offers no tools; answer any call the model makes anyway so the log stays valid."""
+    if result.tool_calls:
+        await turn.record_tool_results([(call, _NO_TOOLS_TEXT, True) for call in result.tool_calls])

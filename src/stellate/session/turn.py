@@ -1,0 +1,249 @@
+"""A turn: opened by a user message, made of steps (one model call each), closed with a reason.
+
+The engine's tool loop drives a `Turn` step by step; `Session.send` is a turn of exactly one step. Whatever
+ends the turn — success, an exception, a cancellation — the log is left valid: pending tool calls get
+error results, the step is closed, and ``turn/end`` records why.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from stellate.errors import StellateError, UsageError
+from stellate.llm.types import LLMRequest, LLMResponse, ResponseDone, TextDelta, ToolSpec
+from stellate.log.events import NewEvent, TurnEndReason, make_event, now_ms
+from stellate.log.messages import ToolCall, UserMessage
+from stellate.log.repair import repair_events
+from stellate.session.context import build_context, build_prefix, plan_compaction
+from stellate.session.types import SendDone, SendResult, SessionStreamEvent
+
+if TYPE_CHECKING:
+    from stellate.session.session import Session
+
+__all__ = ["Turn"]
+
+_SUMMARY_ALLOWANCE = 0.1  # share of the window reserved for the summary itself when planning a compaction
+
+
+class Turn:
+    """One open turn of a session; use it as ``async with session.turn(content) as turn``."""
+
+    def __init__(self, session: Session, content: str) -> None:
+        if not content or not content.strip():
+            raise UsageError("a turn needs a non-empty user message")
+        self._session = session
+        self._content = content
+        self._partial: list[str] = []
+        self._ended = False
+        self.number = 0
+        """Turn number, set when the turn opens."""
+
+    @property
+    def session(self) -> Session:
+        """The session this turn belongs to."""
+        return self._session
+
+    # -- opening and closing ---------------------------------------------------------------------
+
+    async def __aenter__(self) -> Turn:
+        session = self._session
+        session._check_writable()
+        self._check_fits()
+        if session.history.cursor.turn_open:
+            raise UsageError(f"session {session.id} already has turn {session.history.cursor.last_turn} open")
+        self.number = session.history.cursor.last_turn + 1
+        session._stage(
+            [make_event("turn/start", {"turn": self.number}), make_event("user/message", {"content": self._content})]
+        )
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        if self._ended:
+            return
+        if exc is None:
+            await self.end("completed")
+        elif isinstance(exc, asyncio.CancelledError | GeneratorExit):
+            await asyncio.shield(self._close("aborted", None))
+        else:
+            await asyncio.shield(self._close("error", exc))
+
+    def _check_fits(self) -> None:
+        session = self._session
+        window = session.runtime.llm.max_context_tokens
+        fixed = build_prefix(session.history.slots, None, session.runtime.language) + [
+            UserMessage(content=self._content)
+        ]
+        needed = session.counter.count(fixed)
+        if needed > window:
+            raise UsageError(
+                f"the message and system prompt need about {needed} tokens, more than the model's window "
+                f"of {window}; shorten the input",
+                code="context_too_large",
+                needed=needed,
+                window=window,
+            )
+
+    async def end(self, reason: TurnEndReason = "completed") -> None:
+        """Close the turn; pending tool calls (if any) get error results first."""
+        await self._close(reason, None)
+
+    async def _close(self, reason: TurnEndReason, error: BaseException | None) -> None:
+        if self._ended:
+            return
+        self._ended = True
+        session = self._session
+        cursor = session.history.cursor
+        if cursor.step_open and not cursor.step_replied and self._partial:
+            session._stage([_assistant_event("".join(self._partial), (), None, interrupted=True)])
+        closers = repair_events(session.history.cursor, call_names=self._call_names(), time=now_ms(), reason=reason)
+        if closers and error is not None:
+            closers[-1].data["error"] = _error_data(error)
+        session._stage(closers)
+        await session._flush()
+
+    def _call_names(self) -> dict[str, str]:
+        calls = self._session.history.pending_calls
+        return {c.id: c.name for c in calls}
+
+    # -- steps -----------------------------------------------------------------------------------
+
+    async def step(self, tools: Sequence[ToolSpec] = ()) -> SendResult:
+        """Make one model call with the context as it stands and record its reply."""
+        request = await self._open_step(tools)
+        response = await self._session.runtime.llm.complete(request)
+        return await self._finish_step(response)
+
+    async def stream_step(self, tools: Sequence[ToolSpec] = ()) -> AsyncIterator[SessionStreamEvent]:
+        """Like `step`, yielding the model's stream events, then `SendDone` with the recorded result."""
+        request = await self._open_step(tools)
+        response: LLMResponse | None = None
+        async for event in self._session.runtime.llm.stream(request):
+            if isinstance(event, ResponseDone):
+                response = event.response
+                continue
+            if isinstance(event, TextDelta):
+                self._partial.append(event.text)
+            yield event
+        if response is None:
+            raise StellateError("the model's stream ended without a final response", code="llm_error")
+        yield SendDone(result=await self._finish_step(response))
+
+    async def _open_step(self, tools: Sequence[ToolSpec]) -> LLMRequest:
+        session, history = self._session, self._session.history
+        if self._ended:
+            raise UsageError("the turn has ended")
+        if history.cursor.step_open:
+            raise UsageError(f"step {history.cursor.step} still waits for tool results: {history.cursor.unanswered}")
+        await self._compress_if_needed()
+        step = {"turn": self.number, "step": history.cursor.step + 1, "tools": [t.name for t in tools]}
+        session._stage([make_event("step/start", step)])
+        if session.runtime.durability == "step":
+            await session._flush()
+        self._partial = []
+        self._insight_sent = history.slots.insight is not None
+        messages = build_context(history, session.runtime.language)
+        self._sent_estimate = session.counter.count(messages)
+        return LLMRequest(messages=messages, tools=tuple(tools), max_output_tokens=session.runtime.max_output_tokens)
+
+    async def _finish_step(self, response: LLMResponse) -> SendResult:
+        session, history = self._session, self._session.history
+        message = response.message
+        events = [_assistant_event(message.content, message.tool_calls, response)]
+        if self._insight_sent:
+            events.append(make_event("insight/consumed"))
+        if not message.tool_calls:
+            events.append(make_event("step/end", {"turn": self.number, "step": history.cursor.step}))
+        session._stage(events)
+        if response.usage is not None and response.usage.input_tokens:
+            session._calibrate(response.usage.input_tokens - self._sent_estimate)
+        if session.runtime.durability == "step":
+            await session._flush()
+        return SendResult(
+            content=message.content,
+            tool_calls=message.tool_calls,
+            usage=response.usage,
+            stop_reason=response.stop_reason,
+            turn=self.number,
+            step=history.cursor.step,
+        )
+
+    # -- tools -----------------------------------------------------------------------------------
+
+    async def record_tool_call(self, call: ToolCall) -> None:
+        """Record that a tool call starts running (so a crash leaves its outcome marked unknown)."""
+        self._session._stage(
+            [make_event("tool/call", {"call_id": call.id, "name": call.name, "arguments": call.arguments})]
+        )
+        if self._session.runtime.durability == "step":
+            await self._session._flush()
+
+    async def record_tool_result(self, call: ToolCall, content: str, *, is_error: bool = False) -> None:
+        """Record a tool's result; the step closes when its last call is answered."""
+        history = self._session.history
+        result = {"call_id": call.id, "name": call.name, "content": content, "is_error": is_error}
+        events = [make_event("tool/result", result)]
+        if history.cursor.unanswered == (call.id,):
+            events.append(make_event("step/end", {"turn": self.number, "step": history.cursor.step}))
+        self._session._stage(events)
+
+    async def record_tool_results(self, results: Sequence[tuple[ToolCall, str, bool]]) -> None:
+        """Record several results in call order, then write them in one batch."""
+        for call, content, is_error in results:
+            await self.record_tool_result(call, content, is_error=is_error)
+        if self._session.runtime.durability == "step":
+            await self._session._flush()
+
+    # -- compression -----------------------------------------------------------------------------
+
+    async def _compress_if_needed(self) -> None:
+        session, history = self._session, self._session.history
+        window = session.runtime.llm.max_context_tokens
+        if session.estimate_prompt_tokens() <= session.runtime.compress_threshold * window:
+            return
+        fixed = session.counter.count(
+            build_prefix(history.slots, None, session.runtime.language) + history.fold.open_turn_messages()
+        )
+        budget = int((session.runtime.compress_target - _SUMMARY_ALLOWANCE) * window) - fixed
+        plan = plan_compaction(history, budget=max(budget, 0))
+        if plan is None:
+            return
+        if session.runtime.durability == "step":
+            await session._flush()  # the user's message is safe before a slow summary call
+        try:
+            summary = await session.compress_fn(plan.messages)
+        except Exception as exc:  # a failing summarizer must not cost the user their turn
+            failure = {"code": "compress_failed", "message": _describe(exc), "dropped_through_seq": plan.through_seq}
+            session._stage([make_event("error/reported", failure)])
+            return
+        session._stage([make_event("compaction/summary", {"through_seq": plan.through_seq, "summary": summary})])
+        session._calibrate(0)
+
+
+def _assistant_event(
+    content: str, calls: Sequence[ToolCall], response: LLMResponse | None, *, interrupted: bool = False
+) -> NewEvent:
+    data: dict[str, Any] = {
+        "content": content,
+        "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in calls],
+    }
+    if response is not None:
+        data.update(provider=response.provider, model=response.model, stop_reason=response.stop_reason)
+        if response.usage is not None:
+            data["usage"] = {"input_tokens": response.usage.input_tokens, "output_tokens": response.usage.output_tokens}
+    if interrupted:
+        data["interrupted"] = True
+    return make_event("assistant/message", data)
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _error_data(exc: BaseException) -> dict[str, Any]:
+    code = exc.code if isinstance(exc, StellateError) else "unexpected_error"
+    return {"code": code, "message": _describe(exc)}
