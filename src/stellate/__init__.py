@@ -1,6 +1,17 @@
 """stellate: branching LLM conversations as a forest of sessions on an append-only event log."""
 
 from stellate._version import __version__
+from stellate.agent import Agent, Reflector, SessionDigest, TopologyNode
+from stellate.engine import (
+    ForkOptions,
+    ForkProfile,
+    SessionConfig,
+    SplitGuard,
+    ToolContext,
+    ToolResult,
+    load_skills,
+    tool,
+)
 from stellate.errors import (
     ArchivedError,
     ConflictError,
@@ -17,6 +28,18 @@ from stellate.errors import (
 )
 
 __all__ = [
+    "Agent",
+    "ForkOptions",
+    "ForkProfile",
+    "Reflector",
+    "SessionConfig",
+    "SessionDigest",
+    "SplitGuard",
+    "ToolContext",
+    "ToolResult",
+    "TopologyNode",
+    "load_skills",
+    "tool",
     "ArchivedError",
     "ConflictError",
     "ForkError",

@@ -143,6 +143,11 @@ class _Imported(_Data):
     messages: list[dict[str, Any]]
 
 
+class _Forked(_Data):
+    child_id: str
+    turn: int
+
+
 class _ErrorReport(_Data):
     code: str
     message: str
@@ -170,6 +175,7 @@ EVENT_TYPES: Final[Mapping[str, type[_Data]]] = {
     "config/frozen": _Config,
     "compaction/summary": _Compaction,
     "error/reported": _ErrorReport,
+    "session/forked": _Forked,
 }
 
 #: Events that put something in front of the model.

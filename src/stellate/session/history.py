@@ -32,6 +32,10 @@ class History:
         self.cursor = Cursor()
         self.pending_calls: tuple[ToolCall, ...] = ()
         """Tool calls requested by the open step's model reply."""
+        self.last_fork_turn: int | None = None
+        """Turn number at the newest fork made from this session (for the split guard's cooldown)."""
+        self.consolidated_turn = 0
+        """Turn number at the newest consolidation (for consolidation every N user turns)."""
         self.bounded_through: int | None = None
         """Set when compression failed: history at or before this seq is left out of the next call only."""
 
@@ -51,6 +55,10 @@ class History:
                 self.pending_calls = tuple(ToolCall(**c) for c in event.data["tool_calls"])
             elif event.type == "step/end":
                 self.pending_calls = ()
+            if event.type == "session/forked" and event.seq >= self.inherited:
+                self.last_fork_turn = event.data["turn"]
+            elif event.type == "memory/put" and event.seq >= self.inherited and "turn" in event.data:
+                self.consolidated_turn = event.data["turn"]
             if event.type == "error/reported" and "dropped_through_seq" in event.data:
                 self.bounded_through = event.data["dropped_through_seq"]
             elif event.type in ("assistant/message", "compaction/summary", "turn/end"):

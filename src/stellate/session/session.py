@@ -11,7 +11,7 @@ import asyncio
 import inspect
 from collections.abc import AsyncIterator, Sequence
 
-from stellate.errors import ArchivedError, ConflictError, UsageError
+from stellate.errors import ArchivedError, ConflictError, ForkError, NotFoundError, UsageError
 from stellate.llm.tokens import default_token_counter
 from stellate.llm.types import TokenCounter
 from stellate.log.events import Event, NewEvent, make_event
@@ -31,7 +31,7 @@ from stellate.session.types import (
     SessionStreamEvent,
 )
 from stellate.store.base import BaseStore
-from stellate.store.types import Boundary, CompletedTurn, ForkRequest, SessionId, SessionRecord
+from stellate.store.types import Anchor, Boundary, CompletedTurn, ForkRequest, SessionId, SessionRecord
 
 __all__ = ["Session"]
 
@@ -218,7 +218,13 @@ class Session:
         """Turn the history into a new memory with ``consolidate_fn`` and store it (replace semantics)."""
         self._check_writable()
         memory = await self.consolidate_fn(self.memory, await self.messages())
-        data = {"content": memory, "source": "consolidate", "through_seq": self.history.next_seq - 1}
+        cursor = self.history.cursor
+        data = {
+            "content": memory,
+            "source": "consolidate",
+            "through_seq": cursor.next_seq - 1,
+            "turn": cursor.last_turn,
+        }
         await self._write([make_event("memory/put", data)])
         return memory
 
@@ -235,6 +241,7 @@ class Session:
         parent_id: SessionId | None = None,
         runtime: SessionRuntime | None = None,
         config: dict[str, object] | None = None,
+        at_seq: int | None = None,
     ) -> Session:
         """Create a child session; memory and insight are never copied.
 
@@ -248,11 +255,19 @@ class Session:
             parent_id: Topology parent (default: this session).
             runtime: The child's runtime (default: this session's).
             config: Frozen configuration recorded in the child.
+            at_seq: With ``inherit``, fork at the turn holding this seq (a clicked message; see `Anchor`).
+
+        Raises:
+            ForkError: ``child_exists``, ``fork_unavailable``, ``invalid_boundary`` (see the store's rules).
         """
         events = _opening_events(label, system_prompt, config)
         fork: ForkRequest | None = None
         if context == "inherit":
-            fork = self._inherit_request()
+            fork = (
+                ForkRequest(source_id=self.id, point=Anchor(at_seq=at_seq))
+                if at_seq is not None
+                else self._inherit_request()
+            )
         elif callable(context):
             selected = context(await self.messages())
             chosen = await selected if inspect.isawaitable(selected) else selected
@@ -263,6 +278,8 @@ class Session:
             raise UsageError(f"fork context must be 'none', 'inherit' or a function, not {context!r}")
         if prompt:
             events.append(make_event("assistant/message", {"content": prompt, "tool_calls": []}))
+        if session_id is not None and await _exists(self.store, session_id):
+            raise ForkError(f"a session {session_id!r} already exists", code="child_exists", session_id=session_id)
         record = await self.store.create_session(
             session_id=session_id,
             parent_id=parent_id if parent_id is not None else self.id,
@@ -348,6 +365,14 @@ class Session:
         prefix = build_prefix(history.slots, history.fold.summary, self.runtime.language)
         open_turn = history.fold.open_turn_messages()
         return self.counter.count(prefix + open_turn) + history.fold.kept_weight + self._calibration
+
+
+async def _exists(store: BaseStore, session_id: SessionId) -> bool:
+    try:
+        await store.get_session(session_id)
+    except NotFoundError:
+        return False
+    return True
 
 
 def _opening_events(label: str, system_prompt: str | None, config: dict[str, object] | None) -> list[NewEvent]:

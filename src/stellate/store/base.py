@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import abc
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol, runtime_checkable
 
-from stellate.errors import ConflictError, ForkError, NotFoundError, UsageError
+from stellate.errors import ConflictError, ForkError, NotFoundError, StoreError, UsageError
 from stellate.log.events import Event, NewEvent, now_ms
 from stellate.log.fork import check_explicit_boundary, clip_to_completed_turn, resolve_anchor
 from stellate.log.invariants import Cursor
@@ -236,6 +236,21 @@ class BaseStore(abc.ABC):
             FormatError, InvariantError: an event is bad; nothing is written.
         """
         return await self._append_planned(session_id, events, expected_seq)
+
+    async def append_batches(self, batches: Mapping[SessionId, Sequence[NewEvent]]) -> dict[SessionId, list[Event]]:
+        """Append to several sessions in one transaction: all batches land, or none.
+
+        Raises:
+            NotFoundError: a session is unknown.
+            FormatError, InvariantError: an event is bad; nothing is written anywhere.
+        """
+        if not batches:
+            return {}
+        return await self._append_batches(batches)
+
+    async def _append_batches(self, batches: Mapping[SessionId, Sequence[NewEvent]]) -> dict[SessionId, list[Event]]:
+        """Backend primitive of `append_batches` (atomic across sessions)."""
+        raise StoreError(f"{type(self).__name__} cannot append to several sessions atomically", code="unsupported")
 
     async def read_events(
         self,

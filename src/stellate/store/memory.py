@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from stellate.errors import ConflictError, NotFoundError
 from stellate.log.events import Event, NewEvent
@@ -46,6 +46,19 @@ class MemoryStore(BaseStore):
             self._events[session_id].extend(planned.events)
             self._records[session_id] = planned.record
             return planned.events
+
+    async def _append_batches(self, batches: Mapping[SessionId, Sequence[NewEvent]]) -> dict[SessionId, list[Event]]:
+        async with self._lock:
+            planned: dict[SessionId, PlannedAppend] = {}
+            for session_id, events in batches.items():
+                record = self._records.get(session_id)
+                if record is None:
+                    raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
+                planned[session_id] = plan_append(record, events, None)
+            for session_id, plan in planned.items():
+                self._events[session_id].extend(plan.events)
+                self._records[session_id] = plan.record
+            return {sid: plan.events for sid, plan in planned.items()}
 
     async def _read_own(
         self,

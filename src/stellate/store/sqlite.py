@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, TypeVar
@@ -183,6 +183,19 @@ class SqliteStore(BaseStore):
             self._db.execute(_UPDATE_STATE, (*state_update_row(planned.record), session_id))
             return planned.events
 
+    def _append_batches_sync(self, batches: Mapping[SessionId, Sequence[NewEvent]]) -> dict[SessionId, list[Event]]:
+        out: dict[SessionId, list[Event]] = {}
+        with self._write():
+            for session_id, events in batches.items():
+                row = self._db.execute(f"{_SELECT_RECORD} WHERE id = ?", (session_id,)).fetchone()
+                if row is None:
+                    raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
+                planned = plan_append(record_from_row(row), events, None)
+                self._db.executemany(_INSERT_EVENTS, event_rows(session_id, planned))
+                self._db.execute(_UPDATE_STATE, (*state_update_row(planned.record), session_id))
+                out[session_id] = planned.events
+        return out
+
     def _select(self, sql: str, params: Sequence[Any]) -> list[Any]:
         try:
             return self._db.execute(sql, params).fetchall()
@@ -198,6 +211,9 @@ class SqliteStore(BaseStore):
         self, session_id: SessionId, events: Sequence[NewEvent], expected_seq: int | None
     ) -> list[Event]:
         return await self._run(self._append_sync, session_id, events, expected_seq)
+
+    async def _append_batches(self, batches: Mapping[SessionId, Sequence[NewEvent]]) -> dict[SessionId, list[Event]]:
+        return await self._run(self._append_batches_sync, batches)
 
     async def _read_own(
         self,

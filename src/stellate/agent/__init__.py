@@ -1,0 +1,8 @@
+"""The agent layer: the `Agent` facade over a forest of sessions, events, topology and reflection."""
+
+from stellate.agent.agent import Agent
+from stellate.agent.bus import EventBus, Hook
+from stellate.agent.reflector import Reflection, Reflector
+from stellate.agent.topology import SessionDigest, TopologyNode
+
+__all__ = ["Agent", "EventBus", "Hook", "Reflection", "Reflector", "SessionDigest", "TopologyNode"]

@@ -1,0 +1,482 @@
+"""The `Agent` facade: a forest of sessions, their turns, forks, memory and insights.
+
+Every writing operation on a session (turn, stream, fork, explicit consolidation, archive) holds that
+session's lock, so they never interleave; different sessions run in parallel. A fork the model asks for
+from inside a running turn passes through its own session's lock instead of deadlocking. Scheduled
+consolidation runs beside the turns (it only appends a memory event) and reports failures as events.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
+from typing import Any
+
+from stellate.agent._locks import SessionLocks
+from stellate.agent.bus import EventBus, Hook
+from stellate.agent.reflector import Reflection, Reflector
+from stellate.agent.runtime import BUILTIN_TOOLS, Registries, frozen_config
+from stellate.agent.topology import SessionDigest, TopologyNode, build_forest, digest_of
+from stellate.engine.config import ForkOptions, ForkProfile, SessionConfig
+from stellate.engine.events import (
+    AgentEvent,
+    ConsolidationDone,
+    ErrorRaised,
+    InsightUpdated,
+    MemoryUpdated,
+    SessionArchived,
+    SessionCreated,
+    SessionForked,
+    TurnEvent,
+    TurnFinished,
+    TurnResult,
+)
+from stellate.engine.forks import SplitGuard, plan_fork
+from stellate.engine.runner import DEFAULT_MAX_ROUNDS, TurnRunner
+from stellate.engine.skills import SkillSet
+from stellate.engine.tools import Tool, ToolRegistry
+from stellate.errors import ForkError, NotFoundError, StellateError, UsageError
+from stellate.llm.types import LLMAdapter
+from stellate.log.events import make_event
+from stellate.log.messages import Message
+from stellate.session.prompts import default_compress_fn, default_consolidate_fn
+from stellate.session.session import Session
+from stellate.session.types import Durability, Language, SessionRuntime
+from stellate.store import BaseStore, SessionId, open_store
+
+__all__ = ["Agent"]
+
+DEFAULT_STORE = "sqlite:///stellate.db"
+
+
+class Agent:
+    """Branching conversations over a store.
+
+    Args:
+        store: A store, or its URL (``sqlite:///file.db`` by default, ``memory://``, ``postgresql://...``);
+            a URL is opened on first use.
+        llm: Shortcut for ``defaults=SessionConfig(llm=...)``.
+        defaults: Lowest layer of the merge chain.
+        profiles: Fork profiles by name.
+        tools: Tools sessions may call (all of them unless a session's config names a subset).
+        skills: Skills for ``activate_skill``.
+        adapters: Adapters by name, so sessions can record and find their model again after a restart.
+        builtin_tools: Built-ins to offer: ``create_session``, ``activate_skill`` (opt-in).
+        split_guard: Refuses forks from sessions too young or forked too recently (off by default).
+        consolidate_every: Consolidate a session's memory every N turns, in the background.
+        consolidate_on_archive: Consolidate before archiving.
+        reflector: Enables `Agent.reflect`.
+        max_rounds: Model calls allowed per turn.
+        language: Language of built-in texts (``en`` or ``zh``).
+        durability: ``step`` (store the user message before each model call) or ``turn`` (one write per turn).
+    """
+
+    def __init__(
+        self,
+        store: BaseStore | str = DEFAULT_STORE,
+        *,
+        llm: LLMAdapter | str | None = None,
+        defaults: SessionConfig | None = None,
+        profiles: Mapping[str, ForkProfile] | None = None,
+        tools: Iterable[Tool] = (),
+        skills: SkillSet | None = None,
+        adapters: Mapping[str, LLMAdapter] | None = None,
+        builtin_tools: Collection[str] = (),
+        split_guard: SplitGuard | None = None,
+        consolidate_every: int | None = None,
+        consolidate_on_archive: bool = True,
+        reflector: Reflector | None = None,
+        max_rounds: int = DEFAULT_MAX_ROUNDS,
+        language: Language = "en",
+        durability: Durability = "step",
+    ) -> None:
+        unknown = set(builtin_tools) - set(BUILTIN_TOOLS)
+        if unknown:
+            raise UsageError(f"unknown built-in tool(s) {sorted(unknown)}; choose from {list(BUILTIN_TOOLS)}")
+        if consolidate_every is not None and consolidate_every < 1:
+            raise UsageError("consolidate_every must be a positive number of turns")
+        self._store_or_url = store
+        self._store: BaseStore | None = store if isinstance(store, BaseStore) else None
+        base = defaults or SessionConfig()
+        self.defaults = SessionConfig(
+            system_prompt=base.system_prompt,
+            llm=llm if llm is not None else base.llm,
+            tools=base.tools,
+            skills=base.skills,
+            consolidate_fn=base.consolidate_fn,
+            compress_fn=base.compress_fn,
+        )
+        self.registries = Registries(
+            adapters=dict(adapters or {}),
+            tools=ToolRegistry(tools),
+            profiles=dict(profiles or {}),
+            skills=skills or SkillSet.from_skills(()),
+            builtins=tuple(builtin_tools),
+        )
+        self.split_guard = split_guard
+        self.consolidate_every = consolidate_every
+        self.consolidate_on_archive = consolidate_on_archive
+        self.reflector = reflector
+        self.max_rounds = max_rounds
+        self.language: Language = language
+        self.durability: Durability = durability
+        self.events = EventBus()
+        self._locks = SessionLocks()
+        self._consolidating: dict[str, asyncio.Lock] = {}
+        self._sessions: dict[str, Session] = {}
+        self._live: dict[str, SessionConfig] = {}
+        self._tasks: set[asyncio.Task[None]] = set()
+        self._open_lock = asyncio.Lock()
+
+    # -- lifecycle -------------------------------------------------------------------------------
+
+    async def store(self) -> BaseStore:
+        """The store, opened on first use."""
+        if self._store is None:
+            async with self._open_lock:
+                if self._store is None:
+                    assert isinstance(self._store_or_url, str)
+                    self._store = await open_store(self._store_or_url)
+        return self._store
+
+    async def close(self) -> None:
+        """Wait for background consolidations, then close the store (if the agent opened it)."""
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._store is not None and isinstance(self._store_or_url, str):
+            await self._store.close()
+            self._store = None
+        self._sessions.clear()
+
+    async def __aenter__(self) -> Agent:
+        await self.store()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    # -- sessions --------------------------------------------------------------------------------
+
+    async def create_session(
+        self,
+        *,
+        label: str = "",
+        system_prompt: str | None = None,
+        session_id: str | None = None,
+        config: SessionConfig | None = None,
+    ) -> SessionDigest:
+        """Create a root session (a new tree of the forest).
+
+        Args:
+            label: Display name, also shown to the model as the session's identity.
+            system_prompt: Overrides the defaults' prompt.
+            session_id: Id to use (default: a new one).
+            config: Per-session settings over the defaults (llm, tools, skills...).
+        """
+        store = await self.store()
+        layered = _overlay(self.defaults, config, system_prompt)
+        runtime = self._runtime(layered)
+        frozen = frozen_config(layered, self.registries)
+        session = await Session.create(
+            store,
+            runtime,
+            label=label,
+            system_prompt=layered.system_prompt,
+            session_id=SessionId(session_id) if session_id else None,
+            config=frozen,
+        )
+        self._remember(session, layered if config is not None else None)
+        await self.events.publish(SessionCreated(session_id=session.id, label=label))
+        return await self.get_session_digest(session.id)
+
+    async def fork_session(self, source_id: str, options: ForkOptions | None = None, **fields: Any) -> SessionDigest:
+        """Fork a child from ``source_id`` (``options`` or its fields as keywords, e.g. ``label=...``).
+
+        Raises:
+            ForkError: ``source_not_found``, ``profile_not_found``, ``split_rejected``, ``child_exists``,
+                ``fork_unavailable``, ``invalid_boundary``.
+            ArchivedError: the source is archived.
+            NotFoundError: the topology parent does not exist.
+        """
+        options = options if options is not None else ForkOptions(**fields)
+        async with self._locks.hold(source_id):
+            child = await self._fork(source_id, options)
+        return await self.get_session_digest(child.id)
+
+    async def _fork(self, source_id: str, options: ForkOptions) -> Session:
+        source = await self._source(source_id)
+        source._check_writable()
+        if options.profile is not None and options.profile not in self.registries.profiles:
+            plan_fork(source_id=source_id, defaults=self.defaults, parent=SessionConfig(), profiles={}, options=options)
+        if self.split_guard is not None:
+            history = source.history
+            self.split_guard.check(turn_count=history.cursor.last_turn, last_fork_turn=history.last_fork_turn)
+        parent = SessionConfig(system_prompt=source.system_prompt, skills=source.history.slots.config.get("skills"))
+        plan = plan_fork(
+            source_id=source_id,
+            defaults=self.defaults,
+            parent=parent,
+            profiles=self.registries.profiles,
+            options=options,
+        )
+        await self.get_session_digest(plan.topology_parent_id)
+        system_prompt, context = plan.config.system_prompt, plan.context
+        if context == "compress":
+            system_prompt, context = await self._compressed_context(source, plan.config), "none"
+        config = _overlay(plan.config, None, system_prompt)
+        child = await source.fork(
+            label=options.label,
+            context=context,
+            prompt=plan.prompt,
+            system_prompt=system_prompt,
+            session_id=SessionId(options.session_id) if options.session_id else None,
+            parent_id=SessionId(plan.topology_parent_id),
+            runtime=self._runtime(config),
+            config=frozen_config(config, self.registries, profile=plan.profile, profile_vars=options.profile_vars),
+            at_seq=options.at_seq,
+        )
+        self._remember(child, config)
+        await source._write(
+            [make_event("session/forked", {"child_id": child.id, "turn": source.history.cursor.last_turn})],
+            check_writable=False,
+        )
+        await self.events.publish(
+            SessionForked(
+                session_id=child.id,
+                source_id=source_id,
+                parent_id=plan.topology_parent_id,
+                label=options.label,
+                profile=plan.profile,
+            )
+        )
+        return child
+
+    async def _compressed_context(self, source: Session, config: SessionConfig) -> str | None:
+        messages = await source.messages()
+        prompt = config.system_prompt
+        if not messages:
+            return prompt
+        compress = config.compress_fn or default_compress_fn(self.registries.resolve_llm(config.llm), self.language)
+        summary = await compress(messages)
+        return f"{prompt or ''}\n\n<parent_context>\n{summary}\n</parent_context>".lstrip("\n")
+
+    async def _source(self, source_id: str) -> Session:
+        try:
+            return await self._session(source_id)
+        except NotFoundError as exc:
+            raise ForkError(f"fork source {source_id!r} does not exist", code="source_not_found") from exc
+
+    async def archive_session(self, session_id: str) -> None:
+        """Make a session read-only (consolidating its memory first when configured); archiving twice is harmless."""
+        async with self._locks.hold(session_id):
+            session = await self._session(session_id)
+            if session.is_archived:
+                return
+            if self.consolidate_on_archive and self._has_unconsolidated_turns(session):
+                await self._consolidate_reporting(session)
+            await session.archive()
+        await self.events.publish(SessionArchived(session_id=session_id))
+
+    # -- turns -----------------------------------------------------------------------------------
+
+    async def turn(self, session_id: str, content: str) -> TurnResult:
+        """Run one turn (the model, and the tools it calls, until it answers) and return its result."""
+        result: TurnResult | None = None
+        async for event in self.stream(session_id, content):
+            if isinstance(event, TurnFinished):
+                result = event.result
+        assert result is not None  # a turn always ends with TurnFinished or raises
+        return result
+
+    async def stream(self, session_id: str, content: str) -> AsyncIterator[TurnEvent]:
+        """Run one turn, yielding its events as they happen; the last one is `TurnFinished`."""
+        async with self._locks.hold(session_id):
+            session = await self._session(session_id)
+            runner = TurnRunner(session, self._tools_for(session), agent=self, max_rounds=self.max_rounds)
+            async for event in runner.run(content):
+                await self.events.publish(event)
+                yield event
+        self._schedule_consolidation(session)
+
+    def _tools_for(self, session: Session) -> ToolRegistry:
+        return self.registries.session_tools(self._config_of(session), self._fork_from_tool)
+
+    async def _fork_from_tool(self, source_id: str, options: ForkOptions) -> str:
+        async with self._locks.hold(source_id):
+            return (await self._fork(source_id, options)).id
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    async def list_messages(self, session_id: str) -> list[Message]:
+        """The session's transcript as its model sees it (summary first when compressed)."""
+        return await (await self._session(session_id)).messages()
+
+    async def get_session_digest(self, session_id: str) -> SessionDigest:
+        """One session's digest.
+
+        Raises:
+            NotFoundError: unknown id.
+        """
+        return digest_of(await (await self.store()).get_session(SessionId(session_id)))
+
+    async def list_session_digests(self) -> list[SessionDigest]:
+        """Digests of every session, in creation order (one query)."""
+        return [digest_of(r) for r in await (await self.store()).list_sessions()]
+
+    async def get_topology(self) -> list[TopologyNode]:
+        """The forest: roots in creation order, each with its subtree."""
+        return build_forest(await (await self.store()).list_sessions())
+
+    async def get_node(self, session_id: str) -> TopologyNode:
+        """One session's node with its subtree."""
+        store = await self.store()
+        root = await store.get_session(SessionId(session_id))
+        subtree = await store.subtree(root.id)
+        [node] = [n for n in build_forest(subtree) if n.id == session_id]
+        node.parent_id = root.parent_id
+        return node
+
+    # -- slots -----------------------------------------------------------------------------------
+
+    async def put_memory(self, session_id: str, content: str) -> None:
+        """Replace a session's memory."""
+        await (await self._session(session_id)).put_memory(content)
+        await self.events.publish(MemoryUpdated(session_id=session_id, memory=content))
+
+    async def put_insight(self, session_id: str, content: str) -> None:
+        """Replace a session's pending insight; its next successful model call consumes it."""
+        await (await self._session(session_id)).put_insight(content)
+        await self.events.publish(InsightUpdated(session_id=session_id, insight=content))
+
+    async def clear_insight(self, session_id: str) -> None:
+        """Drop a session's pending insight."""
+        await (await self._session(session_id)).clear_insight()
+        await self.events.publish(InsightUpdated(session_id=session_id, insight=None))
+
+    async def consolidate_session(self, session_id: str) -> str:
+        """Consolidate a session's history into its memory now and return the memory."""
+        async with self._locks.hold(session_id):
+            session = await self._session(session_id)
+            memory = await self._consolidate(session)
+        return memory
+
+    # -- reflection ------------------------------------------------------------------------------
+
+    async def reflect(self, *, synthesis_session_id: str | None = None) -> Reflection:
+        """Ask the reflector for a synthesis of every active session's memory and targeted insights.
+
+        The insights (and the synthesis, as the memory of ``synthesis_session_id`` if given) are written in
+        one transaction; insights for unknown or archived sessions are dropped.
+        """
+        if self.reflector is None:
+            raise UsageError("no reflector configured: pass reflector=Reflector(llm) to Agent")
+        store = await self.store()
+        digests = [d for d in await self.list_session_digests() if d.status == "active"]
+        current = None
+        if synthesis_session_id is not None:
+            current = (await self.get_session_digest(synthesis_session_id)).memory
+        reflection = await self.reflector.reflect(digests, current_synthesis=current)
+        batches: dict[SessionId, list[Any]] = {
+            SessionId(sid): [make_event("insight/put", {"content": text})] for sid, text in reflection.insights.items()
+        }
+        if synthesis_session_id is not None and reflection.synthesis:
+            memory = make_event("memory/put", {"content": reflection.synthesis, "source": "reflection"})
+            batches.setdefault(SessionId(synthesis_session_id), []).append(memory)
+        if batches:
+            await store.append_batches(batches)
+        for touched in batches:
+            if touched in self._sessions:
+                await self._sessions[touched].refresh()
+        for target, text in reflection.insights.items():
+            await self.events.publish(InsightUpdated(session_id=target, insight=text))
+        return reflection
+
+    # -- events ----------------------------------------------------------------------------------
+
+    def add_hook(self, hook: Hook, *, types: Collection[str] | None = None) -> Callable[[], None]:
+        """Call ``hook(event)`` for every event (or those of ``types``); returns a remover."""
+        return self.events.add_hook(hook, types=types)
+
+    def subscribe(self, types: Collection[str] | None = None) -> AsyncIterator[AgentEvent]:
+        """Iterate over events published from now on."""
+        return self.events.subscribe(types)
+
+    # -- consolidation ---------------------------------------------------------------------------
+
+    def _has_unconsolidated_turns(self, session: Session) -> bool:
+        return session.history.cursor.last_turn > session.history.consolidated_turn
+
+    def _schedule_consolidation(self, session: Session) -> None:
+        every = self.consolidate_every
+        if every is None or session.history.cursor.last_turn - session.history.consolidated_turn < every:
+            return
+        lock = self._consolidating.setdefault(session.id, asyncio.Lock())
+        if lock.locked():
+            return
+        task = asyncio.get_running_loop().create_task(self._consolidate_reporting(session))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _consolidate_reporting(self, session: Session) -> None:
+        try:
+            await self._consolidate(session)
+        except Exception as exc:  # scheduled work has no caller to raise to: report it as an event
+            code = exc.code if isinstance(exc, StellateError) else "consolidation_failed"
+            await self.events.publish(
+                ErrorRaised(
+                    session_id=session.id, source="consolidation", code=code, message=f"{type(exc).__name__}: {exc}"
+                )
+            )
+
+    async def _consolidate(self, session: Session) -> str:
+        async with self._consolidating.setdefault(session.id, asyncio.Lock()):
+            memory = await session.consolidate()
+        await self.events.publish(MemoryUpdated(session_id=session.id, memory=memory))
+        await self.events.publish(ConsolidationDone(session_id=session.id, memory=memory))
+        return memory
+
+    # -- sessions and their runtimes -------------------------------------------------------------
+
+    async def _session(self, session_id: str) -> Session:
+        cached = self._sessions.get(session_id)
+        if cached is not None:
+            await cached.refresh()
+            return cached
+        store = await self.store()
+        record = await store.get_session(SessionId(session_id))
+        config = self._live.get(session_id) or self.registries.config_from_frozen(self.defaults, record.slots.config)
+        session = await Session.load(store, record.id, self._runtime(config))
+        self._sessions[session_id] = session
+        return session
+
+    def _remember(self, session: Session, config: SessionConfig | None) -> None:
+        self._sessions[session.id] = session
+        if config is not None:
+            self._live[session.id] = config
+
+    def _config_of(self, session: Session) -> SessionConfig:
+        return self._live.get(session.id) or self.registries.config_from_frozen(
+            self.defaults, session.history.slots.config
+        )
+
+    def _runtime(self, config: SessionConfig) -> SessionRuntime:
+        llm = self.registries.resolve_llm(config.llm)
+        return SessionRuntime(
+            llm=llm,
+            compress_fn=config.compress_fn or default_compress_fn(llm, self.language),
+            consolidate_fn=config.consolidate_fn or default_consolidate_fn(llm, self.language),
+            language=self.language,
+            durability=self.durability,
+        )
+
+
+def _overlay(base: SessionConfig, over: SessionConfig | None, system_prompt: str | None) -> SessionConfig:
+    """``base`` with ``over``'s non-None fields, then ``system_prompt`` if given."""
+    layers: Sequence[SessionConfig] = [base] if over is None else [base, over]
+    values = {
+        name: next((getattr(layer, name) for layer in reversed(layers) if getattr(layer, name) is not None), None)
+        for name in ("system_prompt", "llm", "tools", "skills", "consolidate_fn", "compress_fn")
+    }
+    if system_prompt is not None:
+        values["system_prompt"] = system_prompt
+    return SessionConfig(**values)

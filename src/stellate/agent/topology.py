@@ -1,0 +1,82 @@
+"""Read models of the forest: digests for the reflection layer and topology nodes for trees and maps."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from stellate.store.types import SessionRecord
+
+__all__ = ["SessionDigest", "TopologyNode", "build_forest", "digest_of"]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionDigest:
+    """What the reflection layer reads about one session (never its full history)."""
+
+    id: str
+    label: str
+    status: str
+    parent_id: str | None
+    memory: str | None
+    insight: str | None
+    turn_count: int
+    last_activity: int
+    """Epoch milliseconds of the newest event."""
+
+
+def digest_of(record: SessionRecord) -> SessionDigest:
+    """The digest of a stored session."""
+    slots = record.slots
+    return SessionDigest(
+        id=record.id,
+        label=slots.label,
+        status=slots.status,
+        parent_id=record.parent_id,
+        memory=slots.memory,
+        insight=slots.insight,
+        turn_count=record.turn_count,
+        last_activity=slots.last_activity,
+    )
+
+
+@dataclass(slots=True, kw_only=True)
+class TopologyNode:
+    """One session in the forest, with its children."""
+
+    id: str
+    label: str
+    status: str
+    parent_id: str | None
+    source_id: str | None
+    """Where the history came from (may differ from the topology parent)."""
+    turn_count: int
+    last_activity: int
+    depth: int = 0
+    children: list[TopologyNode] = field(default_factory=list)
+
+
+def build_forest(records: Iterable[SessionRecord]) -> list[TopologyNode]:
+    """Roots (in creation order) with their subtrees; a node whose parent is missing counts as a root."""
+    nodes: dict[str, TopologyNode] = {
+        r.id: TopologyNode(
+            id=r.id,
+            label=r.label,
+            status=r.status,
+            parent_id=r.parent_id,
+            source_id=r.source_id,
+            turn_count=r.turn_count,
+            last_activity=r.slots.last_activity,
+        )
+        for r in records
+    }
+    roots: list[TopologyNode] = []
+    for node in nodes.values():
+        parent = nodes.get(node.parent_id) if node.parent_id else None
+        (parent.children if parent else roots).append(node)
+    stack = [(root, 0) for root in roots]
+    while stack:
+        node, depth = stack.pop()
+        node.depth = depth
+        stack.extend((child, depth + 1) for child in node.children)
+    return roots

@@ -1,0 +1,220 @@
+"""Typed events: what a turn streams and what the agent publishes to hooks and subscribers.
+
+One stream feeds everything (DESIGN.md §5): hooks, `Agent.subscribe`, the CLI, and later SSE and the UI.
+Every event is a frozen dataclass with a literal ``type`` and the ``session_id`` it concerns.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal, TypeAlias
+
+from stellate.llm.types import Usage
+from stellate.log.events import TurnEndReason
+from stellate.log.messages import ToolCall
+
+__all__ = [
+    "AgentEvent",
+    "AssistantReply",
+    "ConsolidationDone",
+    "ErrorRaised",
+    "InsightUpdated",
+    "MemoryUpdated",
+    "MessageReceived",
+    "RoundEnd",
+    "RoundStart",
+    "SessionArchived",
+    "SessionCreated",
+    "SessionForked",
+    "TextChunk",
+    "ToolCallStarted",
+    "ToolCallFinished",
+    "TurnEvent",
+    "TurnFinished",
+    "TurnResult",
+]
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnResult:
+    """What a whole turn produced."""
+
+    session_id: str
+    turn: int
+    content: str
+    """The final assistant text (the last round's)."""
+    reason: TurnEndReason
+    rounds: int
+    """Model calls made."""
+    tool_calls: int
+    """Tool calls executed (failed ones included)."""
+    usage: Usage = field(default_factory=Usage)
+    """Usage summed over the turn's model calls."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MessageReceived:
+    """A user message opened a turn."""
+
+    session_id: str
+    content: str
+    type: Literal["message_received"] = "message_received"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RoundStart:
+    """A model call is about to be made."""
+
+    session_id: str
+    round: int
+    type: Literal["round_start"] = "round_start"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TextChunk:
+    """A piece of assistant text as the model streams it."""
+
+    session_id: str
+    text: str
+    type: Literal["text"] = "text"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class AssistantReply:
+    """A model call finished: its text and the tools it asked for."""
+
+    session_id: str
+    round: int
+    content: str
+    tool_calls: tuple[ToolCall, ...] = ()
+    type: Literal["assistant_reply"] = "assistant_reply"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallStarted:
+    """A tool call is about to run."""
+
+    session_id: str
+    call: ToolCall
+    type: Literal["tool_call"] = "tool_call"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ToolCallFinished:
+    """A tool call finished (an error result is still a result)."""
+
+    session_id: str
+    call: ToolCall
+    content: str
+    is_error: bool
+    type: Literal["tool_result"] = "tool_result"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RoundEnd:
+    """A round (model call plus its tools) finished."""
+
+    session_id: str
+    round: int
+    type: Literal["round_end"] = "round_end"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnFinished:
+    """Last event of a turn."""
+
+    session_id: str
+    result: TurnResult
+    type: Literal["turn_finished"] = "turn_finished"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionCreated:
+    """A root session was created."""
+
+    session_id: str
+    label: str
+    type: Literal["session_created"] = "session_created"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionForked:
+    """A child session was forked."""
+
+    session_id: str
+    """The child."""
+    source_id: str
+    parent_id: str
+    label: str
+    profile: str | None = None
+    type: Literal["session_forked"] = "session_forked"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionArchived:
+    """A session became read-only."""
+
+    session_id: str
+    type: Literal["session_archived"] = "session_archived"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class MemoryUpdated:
+    """A session's memory was replaced."""
+
+    session_id: str
+    memory: str
+    type: Literal["memory_updated"] = "memory_updated"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class InsightUpdated:
+    """A session's insight was put (``insight`` set) or cleared (``None``)."""
+
+    session_id: str
+    insight: str | None
+    type: Literal["insight_updated"] = "insight_updated"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ConsolidationDone:
+    """Scheduled consolidation finished."""
+
+    session_id: str
+    memory: str
+    type: Literal["consolidation_done"] = "consolidation_done"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ErrorRaised:
+    """Something failed outside the caller's reach (a scheduled consolidation, a hook, the reflector)."""
+
+    session_id: str | None
+    source: str
+    """Where: ``consolidation``, ``hook``, ``reflector``, ``turn``..."""
+    code: str
+    message: str
+    details: dict[str, Any] = field(default_factory=dict)
+    type: Literal["error"] = "error"
+
+
+TurnEvent: TypeAlias = (
+    MessageReceived
+    | RoundStart
+    | TextChunk
+    | AssistantReply
+    | ToolCallStarted
+    | ToolCallFinished
+    | RoundEnd
+    | TurnFinished
+)
+AgentEvent: TypeAlias = (
+    TurnEvent
+    | SessionCreated
+    | SessionForked
+    | SessionArchived
+    | MemoryUpdated
+    | InsightUpdated
+    | ConsolidationDone
+    | ErrorRaised
+)

@@ -1,0 +1,188 @@
+"""httpx plumbing shared by the HTTP adapters: one client per adapter, JSON POST, SSE reading, error mapping.
+
+Every httpx exception and every error status becomes an `AttemptFailed` here, so the retry loop sees one kind of
+failure and no transport exception ever reaches the caller. Importers guard the ``httpx`` import themselves, each
+with its own install hint.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import json
+import time
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import httpx
+
+from stellate.llm._retry import AttemptFailed
+
+__all__ = ["HTTPChannel", "SSEEvent", "failure_from_status", "parse_retry_after", "parse_sse"]
+
+_ERROR_TEXT_LIMIT = 500
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SSEEvent:
+    """One server-sent event."""
+
+    event: str | None
+    """The ``event:`` field (Anthropic names its events; OpenAI does not)."""
+    data: str
+    """The ``data:`` lines joined with newlines."""
+
+
+class HTTPChannel:
+    """POSTs JSON to one provider, owning its `httpx.AsyncClient` unless one is injected.
+
+    Constructing it does no I/O; the client is created on first use and closed by `aclose` (an injected client is
+    left to its owner).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        *,
+        headers: Mapping[str, str],
+        timeout: float | httpx.Timeout,
+        client: httpx.AsyncClient | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._base_url = base_url.rstrip("/")
+        self._headers = dict(headers)
+        self._timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
+        self._client = client
+        self._transport = transport
+        self._owns_client = client is None
+
+    def _http(self) -> httpx.AsyncClient:
+        if self._client is None:
+            self._client = httpx.AsyncClient(transport=self._transport, timeout=self._timeout)
+        return self._client
+
+    async def aclose(self) -> None:
+        """Close the client if this channel created it."""
+        if self._owns_client and self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def post_json(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """POST ``body`` and return the JSON object answered.
+
+        Raises:
+            AttemptFailed: Transport failure, error status, or an answer that is not a JSON object.
+        """
+        with _translated_transport_errors():
+            response = await self._http().post(
+                self._base_url + path, json=body, headers=self._headers, timeout=self._timeout
+            )
+        if response.status_code >= 400:
+            raise failure_from_status(response.status_code, response.headers, response.text)
+        try:
+            data = response.json()
+        except ValueError as exc:
+            raise AttemptFailed("provider answered with invalid JSON", retryable=False) from exc
+        if not isinstance(data, dict):
+            raise AttemptFailed("provider answered with JSON that is not an object", retryable=False)
+        return data
+
+    async def stream_sse(self, path: str, body: Mapping[str, Any]) -> AsyncGenerator[SSEEvent, None]:
+        """POST ``body`` and yield the server-sent events of the answer.
+
+        Raises:
+            AttemptFailed: Transport failure (also mid-stream) or error status.
+        """
+        with _translated_transport_errors():
+            request = self._http().build_request(
+                "POST", self._base_url + path, json=body, headers=self._headers, timeout=self._timeout
+            )
+            response = await self._http().send(request, stream=True)
+            try:
+                if response.status_code >= 400:
+                    await response.aread()
+                    raise failure_from_status(response.status_code, response.headers, response.text)
+                async for event in parse_sse(response.aiter_lines()):
+                    yield event
+            finally:
+                await response.aclose()
+
+
+@contextmanager
+def _translated_transport_errors() -> Iterator[None]:
+    try:
+        yield
+    except (httpx.TimeoutException, httpx.NetworkError, httpx.RemoteProtocolError) as exc:
+        raise AttemptFailed(f"{type(exc).__name__}: {exc}", retryable=True) from exc
+    except httpx.HTTPError as exc:
+        raise AttemptFailed(f"{type(exc).__name__}: {exc}", retryable=False) from exc
+
+
+def failure_from_status(status: int, headers: Mapping[str, str], text: str) -> AttemptFailed:
+    """Build the failure for an HTTP error answer; only 429 and 5xx are worth retrying."""
+    message = _error_message(text)
+    return AttemptFailed(
+        f"HTTP {status}: {message}",
+        retryable=status == 429 or status >= 500,
+        status_code=status,
+        provider_message=message,
+        retry_after=parse_retry_after(headers),
+    )
+
+
+def _error_message(text: str) -> str:
+    # Both OpenAI and Anthropic answer {"error": {"message": ...}}; anything else is shown raw, shortened.
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return text[:_ERROR_TEXT_LIMIT] or "(empty body)"
+    error = data.get("error") if isinstance(data, dict) else None
+    if isinstance(error, dict) and isinstance(error.get("message"), str):
+        return str(error["message"])
+    if isinstance(error, str):
+        return error
+    return text[:_ERROR_TEXT_LIMIT]
+
+
+def parse_retry_after(headers: Mapping[str, str]) -> float | None:
+    """Seconds a provider asked us to wait, from ``retry-after-ms`` (OpenAI) or ``retry-after`` (RFC 9110)."""
+    millis = headers.get("retry-after-ms")
+    if millis is not None:
+        try:
+            return float(millis) / 1000
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(value)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
+
+
+async def parse_sse(lines: AsyncIterator[str]) -> AsyncIterator[SSEEvent]:
+    """Group text lines into server-sent events (https://html.spec.whatwg.org/#event-stream-interpretation).
+
+    An event not closed by a blank line when the stream ends is dropped, as the spec says: it may be cut short.
+    """
+    event: str | None = None
+    data: list[str] = []
+    async for line in lines:
+        if not line:
+            if data:
+                yield SSEEvent(event=event, data="\n".join(data))
+            event, data = None, []
+            continue
+        field, _, value = line.partition(":")
+        value = value.removeprefix(" ")
+        if field == "event":
+            event = value
+        elif field == "data":
+            data.append(value)

@@ -1,0 +1,179 @@
+"""Adapter for OpenAI-compatible chat-completions servers, over raw httpx.
+
+One code path serves OpenAI, DeepSeek, vLLM, Ollama and llama.cpp servers: no SDK, whose majors churn and whose
+transport changed under its users (see DESIGN.md §1 and the ecosystem notes on httpx2).
+"""
+
+from __future__ import annotations
+
+try:
+    import httpx
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess by tests/llm/test_registry.py
+    raise ImportError('the OpenAI-compatible adapter needs httpx: pip install "stellate[openai]"') from exc
+
+import json
+import os
+from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from types import TracebackType
+from typing import Any, Literal, Self
+
+from stellate.llm._chat_completions import ChunkAssembler, parse_completion, to_wire_messages, to_wire_tools
+from stellate.llm._http import HTTPChannel
+from stellate.llm._retry import AttemptFailed, RetryPolicy, retry_call, retry_stream
+from stellate.llm._wire import resolve_max_tokens
+from stellate.llm.types import LLMRequest, LLMResponse, StreamEvent
+
+__all__ = ["OpenAIAdapter"]
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+
+
+class OpenAIAdapter:
+    """`LLMAdapter` for any server speaking OpenAI's ``/chat/completions``.
+
+    Example:
+        ``OpenAIAdapter("deepseek-chat", base_url="https://api.deepseek.com/v1", max_context_tokens=64_000)``
+
+    Args:
+        model: Model name sent to the server and recorded on replies.
+        base_url: Root of the API, ``/v1`` included.
+        api_key: Bearer token; defaults to ``$OPENAI_API_KEY``, and no header is sent when neither is set
+            (local servers).
+        max_context_tokens: The model's context window.
+        max_output_tokens: Output cap when a request sets none; `DEFAULT_MAX_OUTPUT_TOKENS` otherwise.
+        max_tokens_field: Body field of the cap; OpenAI's reasoning models want ``max_completion_tokens``.
+        extra_body: Merged into every request body after the standard fields (it may override them).
+        stream_usage: Ask for a usage chunk at the end of streams (``stream_options.include_usage``).
+        provider: Name recorded on replies (``openai``, ``deepseek``, ``vllm``...).
+        timeout: Seconds, or an `httpx.Timeout`; while streaming it bounds the wait for each chunk.
+        retry: Retry policy for 429, 5xx, timeouts and dropped connections.
+        client: An `httpx.AsyncClient` to use (and not close); one is created otherwise.
+        transport: A transport for the client this adapter creates (tests).
+    """
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str = DEFAULT_BASE_URL,
+        api_key: str | None = None,
+        max_context_tokens: int = 128_000,
+        max_output_tokens: int | None = None,
+        max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens",
+        extra_body: Mapping[str, Any] | None = None,
+        stream_usage: bool = True,
+        provider: str = "openai",
+        timeout: float | httpx.Timeout = 60.0,
+        retry: RetryPolicy | None = None,
+        client: httpx.AsyncClient | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self._model = model
+        self._provider = provider
+        self._max_context_tokens = max_context_tokens
+        self._max_output_tokens = max_output_tokens
+        self._max_tokens_field = max_tokens_field
+        self._extra_body = dict(extra_body or {})
+        self._stream_usage = stream_usage
+        self._retry = retry or RetryPolicy()
+        key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._channel = HTTPChannel(base_url, headers=headers, timeout=timeout, client=client, transport=transport)
+
+    @property
+    def provider(self) -> str:
+        """Provider name recorded on replies."""
+        return self._provider
+
+    @property
+    def model(self) -> str:
+        """Model name sent to the server and recorded on replies."""
+        return self._model
+
+    @property
+    def max_context_tokens(self) -> int:
+        """Context window of the model."""
+        return self._max_context_tokens
+
+    async def aclose(self) -> None:
+        """Close the HTTP client if this adapter created it."""
+        await self._channel.aclose()
+
+    async def __aenter__(self) -> Self:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+    def build_body(self, request: LLMRequest, *, stream: bool) -> dict[str, Any]:
+        """The JSON body sent for ``request`` (public so that applications can log or inspect it)."""
+        body: dict[str, Any] = {
+            "model": self._model,
+            "messages": to_wire_messages(request.messages),
+            self._max_tokens_field: resolve_max_tokens(request, self._max_output_tokens),
+        }
+        if request.temperature is not None:
+            body["temperature"] = request.temperature
+        if request.tools:
+            body["tools"] = to_wire_tools(request.tools)
+        body.update(self._extra_body)
+        body["stream"] = stream
+        if stream and self._stream_usage:
+            body["stream_options"] = {"include_usage": True}
+        return body
+
+    def _context(self) -> dict[str, str]:
+        return {"provider": self._provider, "model": self._model}
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        """Make one non-streamed call.
+
+        Raises:
+            ProviderError: The server kept failing, refused the request, or answered without a choice.
+        """
+        body = self.build_body(request, stream=False)
+
+        async def attempt() -> LLMResponse:
+            data = await self._channel.post_json("/chat/completions", body)
+            return parse_completion(data, provider=self._provider, model=self._model)
+
+        return await retry_call(self._retry, attempt, context=self._context())
+
+    def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
+        """Make one streamed call; the last event is a `ResponseDone`.
+
+        Raises:
+            ProviderError: The server kept failing before any output, or the stream broke after output started.
+        """
+        body = self.build_body(request, stream=True)
+        return retry_stream(self._retry, lambda: self._stream_once(body), context=self._context())
+
+    async def _stream_once(self, body: Mapping[str, Any]) -> AsyncGenerator[StreamEvent, None]:
+        assembler = ChunkAssembler(provider=self._provider, model=self._model)
+        async for event in self._channel.stream_sse("/chat/completions", body):
+            if event.data.strip() == "[DONE]":
+                break
+            for item in assembler.feed(_load_chunk(event.data)):
+                yield item
+        else:
+            # Some servers omit [DONE]; a finish_reason is then proof enough that the model finished.
+            if not assembler.has_finish_reason:
+                raise AttemptFailed("stream ended before the model finished", retryable=True)
+        for item in assembler.finish():
+            yield item
+
+
+def _load_chunk(data: str) -> Mapping[str, Any]:
+    try:
+        chunk = json.loads(data)
+    except ValueError as exc:
+        raise AttemptFailed(f"malformed stream chunk: {data[:200]!r}", retryable=True) from exc
+    if not isinstance(chunk, dict):
+        return {}
+    error = chunk.get("error")
+    if error is not None:
+        message = error.get("message") if isinstance(error, dict) else str(error)
+        raise AttemptFailed(f"error in stream: {message}", retryable=False, provider_message=str(message))
+    return chunk

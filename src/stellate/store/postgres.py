@@ -1,0 +1,348 @@
+"""PostgreSQL store: the shared source of truth when several processes serve the same sessions.
+
+One writer per session, across processes: an append runs in one transaction that first takes the
+session's row lock (``SELECT ... FOR UPDATE``), so concurrent appenders to one session queue up and each
+plans its batch against the committed head; appenders to different sessions never wait for each other.
+The ``(session_id, seq)`` primary key is the last line of defence: a write that slipped past the lock
+fails with a unique violation, translated to `ConflictError`. The events of a batch and the session's
+materialized state are written by one statement, so an append costs four round trips (``BEGIN``, lock
+and read, write, ``COMMIT``) whatever the batch size.
+
+JSON columns are ``TEXT`` (not ``jsonb``) so event data comes back byte for byte as it was validated,
+exactly as in SQLite; both backends share their row mapping (`stellate.store._sql`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+try:
+    import psycopg
+    from psycopg import errors as pg_errors
+    from psycopg import sql
+    from psycopg.conninfo import conninfo_to_dict
+    from psycopg.rows import TupleRow
+    from psycopg_pool import AsyncConnectionPool
+except ImportError as exc:  # pragma: no cover - only without the extra, which the test environment has
+    raise ImportError(
+        'the PostgreSQL store needs psycopg 3; install it with `pip install "stellate[postgres]"`'
+    ) from exc
+
+from stellate.errors import (
+    ConflictError,
+    FormatError,
+    NotFoundError,
+    SchemaError,
+    StellateError,
+    StoreError,
+    UsageError,
+)
+from stellate.log.events import Event, NewEvent
+from stellate.store._batch import PlannedAppend, plan_append
+from stellate.store._sql import (
+    EVENT_COLUMNS,
+    RECORD_COLUMNS,
+    STATE_COLUMNS,
+    event_from_row,
+    event_rows,
+    record_from_row,
+    record_row,
+    select_events_sql,
+    state_update_row,
+)
+from stellate.store.base import BaseStore
+from stellate.store.types import SessionId, SessionRecord
+
+__all__ = ["MIGRATIONS", "PostgresStore"]
+
+Connection = psycopg.AsyncConnection[TupleRow]
+
+#: Append-only: never edit a released entry, add a new one. Same tables and columns as SQLite's.
+MIGRATIONS: tuple[str, ...] = (
+    """
+    CREATE TABLE sessions (
+        position BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+        id TEXT NOT NULL UNIQUE,
+        parent_id TEXT REFERENCES sessions(id),
+        source_id TEXT,
+        fork_seq BIGINT,
+        inherited BIGINT NOT NULL,
+        created_at BIGINT NOT NULL,
+        label TEXT NOT NULL,
+        status TEXT NOT NULL,
+        system_prompt TEXT,
+        memory TEXT,
+        insight TEXT,
+        config TEXT NOT NULL,
+        last_activity BIGINT NOT NULL,
+        turn_count BIGINT NOT NULL,
+        next_seq BIGINT NOT NULL,
+        cursor TEXT NOT NULL
+    );
+    CREATE INDEX sessions_parent ON sessions(parent_id);
+    CREATE TABLE events (
+        session_id TEXT NOT NULL,
+        seq BIGINT NOT NULL,
+        type TEXT NOT NULL,
+        time BIGINT NOT NULL,
+        data TEXT NOT NULL,
+        ignorable BOOLEAN NOT NULL,
+        PRIMARY KEY (session_id, seq)
+    );
+    """,
+)
+
+_SELECT_RECORD = f"SELECT {', '.join(RECORD_COLUMNS)} FROM sessions"
+_LOCK_RECORD = f"{_SELECT_RECORD} WHERE id = %s FOR UPDATE"
+# ON CONFLICT keeps a racing duplicate from aborting the transaction; no row back means the id is taken.
+_INSERT_RECORD = (
+    f"INSERT INTO sessions ({', '.join(RECORD_COLUMNS)}) VALUES ({', '.join(['%s'] * len(RECORD_COLUMNS))})"
+    " ON CONFLICT (id) DO NOTHING"
+)
+# A whole batch in one statement: one array per column, whatever the number of events.
+_INSERT_EVENTS = (
+    f"INSERT INTO events ({', '.join(EVENT_COLUMNS)})"
+    " SELECT %s::text, * FROM unnest(%s::bigint[], %s::text[], %s::bigint[], %s::text[], %s::boolean[])"
+)
+_APPEND = (
+    f"WITH new_events AS ({_INSERT_EVENTS})"
+    f" UPDATE sessions SET {', '.join(c + ' = %s' for c in STATE_COLUMNS)} WHERE id = %s"
+)
+_VERSION_TABLE = "CREATE TABLE IF NOT EXISTS stellate_schema (version INTEGER NOT NULL)"
+
+
+class PostgresStore(BaseStore):
+    """Sessions in PostgreSQL, shared by any number of processes. Open it with `PostgresStore.open`."""
+
+    def __init__(
+        self, url: str, *, schema: str | None = None, min_size: int = 1, max_size: int = 10, timeout: float = 10.0
+    ) -> None:
+        super().__init__()
+        self.url = url
+        self.schema = schema
+        self._min_size, self._max_size, self._timeout = min_size, max_size, timeout
+        self._where = _describe(url) + (f" (schema {schema})" if schema else "")
+        self._pool: AsyncConnectionPool[Connection] | None = None
+
+    @classmethod
+    async def open(
+        cls,
+        url: str,
+        *,
+        migrate: bool = True,
+        schema: str | None = None,
+        min_size: int = 1,
+        max_size: int = 10,
+        timeout: float = 10.0,
+    ) -> PostgresStore:
+        """Connect to ``url`` (``postgresql://user:password@host:port/db``) and bring the schema up to date.
+
+        Args:
+            url: A libpq connection URL.
+            migrate: Apply missing migrations; when False a database that is behind is refused.
+            schema: Keep the tables in this PostgreSQL schema (created if missing) instead of the default
+                ``search_path``: for tests, or several stellate deployments in one database.
+            min_size: Connections the pool keeps open.
+            max_size: Connections the pool opens at most.
+            timeout: Seconds to wait for a connection, at open and when every pooled one is busy.
+
+        Raises:
+            SchemaError: the database was written by a newer stellate.
+            StoreError: the server cannot be reached, or ``migrate`` is False and the schema is behind.
+        """
+        store = cls(url, schema=schema, min_size=min_size, max_size=max_size, timeout=timeout)
+        try:
+            await store._connect(migrate)
+        except BaseException:
+            await store.close()
+            raise
+        return store
+
+    async def schema_version(self) -> int:
+        """Version of the schema in the database (the number of migrations applied)."""
+        async with self._connection("reading the schema version") as conn:
+            return await _read_version(conn)
+
+    # -- connections -----------------------------------------------------------------------------
+
+    async def _connect(self, migrate: bool) -> None:
+        # Migrate over a direct connection: its errors say what is wrong (refused, no such database),
+        # where a pool would only time out while retrying in the background.
+        try:
+            async with await psycopg.AsyncConnection.connect(
+                self.url, autocommit=True, connect_timeout=max(2, round(self._timeout))
+            ) as conn:
+                await self._setup(conn, migrate)
+        except psycopg.Error as exc:
+            raise _translate(exc, "cannot open the PostgreSQL store", self._where) from exc
+        pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
+            self.url,
+            kwargs={"autocommit": True},
+            min_size=self._min_size,
+            max_size=self._max_size,
+            timeout=self._timeout,
+            configure=self._configure if self.schema else None,
+            name="stellate",
+            open=False,
+        )
+        self._pool = pool
+        try:
+            await pool.open(wait=True, timeout=self._timeout)
+        except psycopg.Error as exc:
+            raise _translate(exc, "cannot open the connection pool", self._where) from exc
+
+    async def _configure(self, conn: Connection) -> None:
+        if self.schema:
+            await conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(self.schema)))
+
+    async def _setup(self, conn: Connection, migrate: bool) -> None:
+        await self._configure(conn)
+        async with conn.transaction():
+            # Serializes concurrent opens (several processes starting at once) until this one commits.
+            await conn.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"stellate.migrate:{self.schema or ''}",))
+            if self.schema:
+                await conn.execute(sql.SQL("CREATE SCHEMA IF NOT EXISTS {}").format(sql.Identifier(self.schema)))
+            await conn.execute(_VERSION_TABLE)
+            version = await _read_version(conn)
+            self._check_version(version, migrate)
+            for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
+                await conn.execute(script)
+                await conn.execute("INSERT INTO stellate_schema (version) VALUES (%s)", (number,))
+
+    def _check_version(self, version: int, migrate: bool) -> None:
+        known = len(MIGRATIONS)
+        if version > known:
+            raise SchemaError(
+                f"{self._where} has schema {version}, newer than this stellate's {known}; upgrade stellate",
+                version=version,
+            )
+        if version < known and not migrate:
+            raise StoreError(f"{self._where} needs migrating; run `stellate db migrate`", code="schema_behind")
+
+    @asynccontextmanager
+    async def _connection(self, what: str, **details: Any) -> AsyncIterator[Connection]:
+        """A pooled connection (autocommit), with psycopg errors translated on the way out."""
+        if self._pool is None:
+            raise StoreError("the store is closed; open it with `await PostgresStore.open(url)`", code="store_closed")
+        try:
+            async with self._pool.connection() as conn:
+                yield conn
+        except (psycopg.Error, UnicodeEncodeError) as exc:
+            raise _translate(exc, what, self._where, **details) from exc
+
+    @asynccontextmanager
+    async def _transaction(self, what: str, **details: Any) -> AsyncIterator[Connection]:
+        async with self._connection(what, **details) as conn, conn.transaction():
+            yield conn
+
+    # -- BaseStore primitives --------------------------------------------------------------------
+
+    async def _insert_session(self, record: SessionRecord, planned: PlannedAppend | None) -> None:
+        async with self._transaction("cannot create the session", session_id=record.id) as conn:
+            inserted = await conn.execute(_INSERT_RECORD, record_row(record))
+            if inserted.rowcount == 0:
+                raise ConflictError(
+                    f"a session {record.id!r} already exists", code="session_exists", session_id=record.id
+                )
+            if planned is not None:
+                await conn.execute(_INSERT_EVENTS, _event_columns(record.id, planned))
+
+    async def _append_planned(
+        self, session_id: SessionId, events: Sequence[NewEvent], expected_seq: int | None
+    ) -> list[Event]:
+        async with self._transaction("cannot append", session_id=session_id) as conn:
+            row = await (await conn.execute(_LOCK_RECORD, (session_id,))).fetchone()
+            if row is None:
+                raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
+            planned = plan_append(record_from_row(row), events, expected_seq)
+            state = state_update_row(planned.record)
+            await conn.execute(_APPEND, (*_event_columns(session_id, planned), *state, session_id))
+            return planned.events
+
+    async def _read_own(
+        self,
+        session_id: SessionId,
+        start: int,
+        stop: int,
+        types: Sequence[str] | None,
+        reverse: bool,
+        limit: int | None,
+    ) -> list[Event]:
+        if types is not None and not types:
+            return []  # PostgreSQL refuses the empty ``IN ()`` SQLite accepts; nothing can match anyway
+        query = select_events_sql(placeholder="%s", types=types, reverse=reverse, limit=limit)
+        rows = await self._select(query, (session_id, start, stop, *(types or ())))
+        return [event_from_row(r) for r in rows]
+
+    async def _get_record(self, session_id: SessionId) -> SessionRecord | None:
+        rows = await self._select(f"{_SELECT_RECORD} WHERE id = %s", (session_id,))
+        return record_from_row(rows[0]) if rows else None
+
+    async def list_sessions(self, *, parent_id: SessionId | None = None, roots: bool = False) -> list[SessionRecord]:
+        """All sessions in creation order, or the children of ``parent_id``, or the roots."""
+        params: tuple[Any, ...] = ()
+        if parent_id is not None:
+            query, params = f"{_SELECT_RECORD} WHERE parent_id = %s ORDER BY position", (parent_id,)
+        elif roots:
+            query = f"{_SELECT_RECORD} WHERE parent_id IS NULL ORDER BY position"
+        else:
+            query = f"{_SELECT_RECORD} ORDER BY position"
+        return [record_from_row(r) for r in await self._select(query, params)]
+
+    async def _select(self, query: str, params: Sequence[Any]) -> list[TupleRow]:
+        async with self._connection("read failed") as conn:
+            return await (await conn.execute(query, params)).fetchall()
+
+    async def close(self) -> None:
+        """Close every pooled connection; safe to call twice."""
+        if self._pool is not None:
+            pool, self._pool = self._pool, None
+            await pool.close()
+
+
+def _event_columns(session_id: SessionId, planned: PlannedAppend) -> tuple[Any, ...]:
+    """Parameters of `_INSERT_EVENTS`: the session id, then one list per remaining column."""
+    columns = list(zip(*event_rows(session_id, planned), strict=True))
+    return (session_id, *(list(column) for column in columns[1:]))
+
+
+async def _read_version(conn: Connection) -> int:
+    row = await (await conn.execute("SELECT MAX(version) FROM stellate_schema")).fetchone()
+    return int(row[0] or 0) if row else 0
+
+
+def _describe(url: str) -> str:
+    """``user@host:port/db`` for messages: the URL without its password."""
+    try:
+        params = conninfo_to_dict(url)
+    except psycopg.ProgrammingError as exc:
+        raise UsageError(f"not a PostgreSQL URL: {exc}") from exc
+    host, port = params.get("host") or "localhost", params.get("port") or 5432
+    return f"{params.get('user') or '(default user)'}@{host}:{port}/{params.get('dbname') or '(default db)'}"
+
+
+def _translate(exc: psycopg.Error | UnicodeEncodeError, what: str, where: str, **details: Any) -> StellateError:
+    """The one place psycopg errors become stellate errors."""
+    text = str(exc).strip()
+    if isinstance(exc, UnicodeEncodeError | psycopg.DataError):  # a lone surrogate; a NUL in a text column
+        return FormatError(f"{what}: PostgreSQL cannot store this text ({text})", **details)
+    state = exc.sqlstate or ""
+    if isinstance(exc, pg_errors.UniqueViolation):
+        if exc.diag.table_name == "sessions":
+            return ConflictError(f"{what}: the session id is taken ({text})", code="session_exists", **details)
+        return ConflictError(f"{what}: another writer took these seqs; re-read and retry", **details)
+    if isinstance(exc, pg_errors.ForeignKeyViolation):
+        return NotFoundError(f"{what}: the topology parent does not exist ({text})", **details)
+    if state.startswith("40"):  # class 40, transaction rollback: a deadlock or serialization failure; retryable
+        return ConflictError(f"{what}: the transaction lost a race with another writer ({text})", **details)
+    # No SQLSTATE: failed on the client side (refused, pool timeout); class 08 / 57P: connection lost or refused.
+    if isinstance(exc, psycopg.OperationalError) and (not state or state.startswith(("08", "57P"))):
+        return StoreError(
+            f"{what}: no usable connection to PostgreSQL at {where} ({text}); check that the server is running"
+            " and reachable, that the URL's user, password and database are right, and that the pool's"
+            " max_size fits the server's max_connections",
+            **details,
+        )
+    return StoreError(f"{what}: {text}", **details)

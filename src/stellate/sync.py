@@ -1,0 +1,140 @@
+"""A blocking facade over `Agent` for scripts and notebooks.
+
+`SyncAgent` runs one event loop in a background thread for its whole life (an anyio blocking portal)
+and hands every call to it, so it works the same in a plain script and inside a notebook whose own loop
+is already running: no ``asyncio.run`` per call, no nested loops. It only delegates; the behaviour is
+`Agent`'s.
+
+    with SyncAgent("sqlite:///stellate.db", llm=my_llm) as agent:
+        root = agent.create_session(label="Trip")
+        print(agent.turn(root.id, "Plan a study-abroad year").content)
+"""
+
+from __future__ import annotations
+
+import queue
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AbstractContextManager
+from typing import Any, TypeVar
+
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+
+from stellate.agent.agent import Agent
+from stellate.agent.reflector import Reflection
+from stellate.agent.topology import SessionDigest, TopologyNode
+from stellate.engine.config import ForkOptions
+from stellate.engine.events import TurnEvent, TurnResult
+from stellate.log.messages import Message
+
+__all__ = ["SyncAgent"]
+
+T = TypeVar("T")
+_DONE = object()
+
+
+class SyncAgent:
+    """Blocking twin of `Agent`; takes the same arguments. Close it (or use ``with``) when done."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._portal_cm: AbstractContextManager[BlockingPortal] = start_blocking_portal("asyncio")
+        self._portal = self._portal_cm.__enter__()
+        self.agent = Agent(*args, **kwargs)
+        """The async agent every call is handed to."""
+
+    def _call(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
+        return self._portal.call(fn, *args)
+
+    def close(self) -> None:
+        """Close the agent and stop the loop thread; safe to call twice."""
+        if self._portal_cm is not None:
+            try:
+                self._call(self.agent.close)
+            finally:
+                cm, self._portal_cm = self._portal_cm, None  # type: ignore[assignment]
+                cm.__exit__(None, None, None)
+
+    def __enter__(self) -> SyncAgent:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def create_session(self, **kwargs: Any) -> SessionDigest:
+        """See `Agent.create_session`."""
+        return self._portal.call(lambda: self.agent.create_session(**kwargs))
+
+    def fork_session(self, source_id: str, options: ForkOptions | None = None, **fields: Any) -> SessionDigest:
+        """See `Agent.fork_session`."""
+        return self._portal.call(lambda: self.agent.fork_session(source_id, options, **fields))
+
+    def turn(self, session_id: str, content: str) -> TurnResult:
+        """See `Agent.turn`."""
+        return self._call(self.agent.turn, session_id, content)
+
+    def stream(self, session_id: str, content: str) -> Iterator[TurnEvent]:
+        """See `Agent.stream`; stopping the iteration early cancels the turn (recorded as aborted)."""
+        events: queue.Queue[Any] = queue.Queue()
+
+        async def pump() -> None:
+            try:
+                async for event in self.agent.stream(session_id, content):
+                    events.put(event)
+            except BaseException as exc:
+                events.put(exc)
+                raise
+            finally:
+                events.put(_DONE)
+
+        future = self._portal.start_task_soon(pump)
+        try:
+            while (item := events.get()) is not _DONE:
+                if isinstance(item, BaseException):
+                    raise item
+                yield item
+        finally:
+            if not future.done():
+                future.cancel()
+
+    def list_messages(self, session_id: str) -> list[Message]:
+        """See `Agent.list_messages`."""
+        return self._call(self.agent.list_messages, session_id)
+
+    def get_session_digest(self, session_id: str) -> SessionDigest:
+        """See `Agent.get_session_digest`."""
+        return self._call(self.agent.get_session_digest, session_id)
+
+    def list_session_digests(self) -> list[SessionDigest]:
+        """See `Agent.list_session_digests`."""
+        return self._call(self.agent.list_session_digests)
+
+    def get_topology(self) -> list[TopologyNode]:
+        """See `Agent.get_topology`."""
+        return self._call(self.agent.get_topology)
+
+    def get_node(self, session_id: str) -> TopologyNode:
+        """See `Agent.get_node`."""
+        return self._call(self.agent.get_node, session_id)
+
+    def put_memory(self, session_id: str, content: str) -> None:
+        """See `Agent.put_memory`."""
+        self._call(self.agent.put_memory, session_id, content)
+
+    def put_insight(self, session_id: str, content: str) -> None:
+        """See `Agent.put_insight`."""
+        self._call(self.agent.put_insight, session_id, content)
+
+    def clear_insight(self, session_id: str) -> None:
+        """See `Agent.clear_insight`."""
+        self._call(self.agent.clear_insight, session_id)
+
+    def consolidate_session(self, session_id: str) -> str:
+        """See `Agent.consolidate_session`."""
+        return self._call(self.agent.consolidate_session, session_id)
+
+    def archive_session(self, session_id: str) -> None:
+        """See `Agent.archive_session`."""
+        self._call(self.agent.archive_session, session_id)
+
+    def reflect(self, *, synthesis_session_id: str | None = None) -> Reflection:
+        """See `Agent.reflect`."""
+        return self._portal.call(lambda: self.agent.reflect(synthesis_session_id=synthesis_session_id))
