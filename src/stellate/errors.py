@@ -142,6 +142,7 @@ class ArchivedError(StellateError):
 
 #: Every code stellate can raise, with a one-line meaning; docs and the CLI are checked against it.
 ERROR_CODES: dict[str, str] = {
+    "stellate_error": "an error of stellate without a more specific code",
     "usage_error": "the call can never work as made; fix the arguments",
     "invariant_violation": "an event would break the event log's rules",
     "bad_format": "data is not valid stellate data (non-JSON, unknown type, corrupt file)",
@@ -163,4 +164,15 @@ ERROR_CODES: dict[str, str] = {
     "provider_error": "the provider answered with an error after retries",
     "context_too_large": "the input does not fit the model's context even after compression",
     "session_archived": "the session is archived and read-only",
+    "schema_behind": "the database needs migrating; run `stellate db migrate`",
+    "store_closed": "the store was closed; open it again",
+    "unsupported": "the store backend cannot do this operation",
+    "adapter_not_found": "no LLM adapter is registered under this name",
+    "tool_name_taken": "a tool with this name is already registered",
+    "tool_not_found": "no tool is registered under this name",
+    "skill_name_taken": "two skills have the same name",
+    "hook_failed": "an event hook raised (reported as an event, never raised)",
+    "compress_failed": "the compress function failed; the turn went on with a bounded history (recorded as an event)",
+    "consolidation_failed": "a scheduled consolidation failed (reported as an event)",
+    "unexpected_error": "an exception that is not a stellate error ended the turn",
 }

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import enum
 import threading
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 import pytest
 from pydantic import BaseModel, Field
@@ -153,6 +153,31 @@ async def test_tool_context_is_passed_whatever_the_parameter_is_called() -> None
     assert whoami.parameters["required"] == ["question"]
     result = await whoami.run({"question": "q"}, make_context("c-9"))
     assert result == ToolResult("s-1/c-9/q")
+
+
+async def test_an_optional_tool_context_is_injected_too() -> None:
+    @tool
+    def where(ctx: ToolContext | None = None) -> str:
+        """Tell the session id, if any."""
+        return ctx.session_id if ctx else "direct"
+
+    assert where.parameters["properties"] == {}
+    assert where() == "direct"
+    assert (await where.run({}, make_context())).content == "s-1"
+
+
+async def test_pydantic_field_constraints_are_described_and_enforced() -> None:
+    @tool
+    def repeat(times: Annotated[int, Field(ge=1)], word: str = Field("hi", description="What to repeat.")) -> str:
+        """Repeat."""
+        return word * times
+
+    props = repeat.parameters["properties"]
+    assert props["times"] == {"type": "integer", "minimum": 1}
+    assert props["word"] == {"type": "string", "default": "hi", "description": "What to repeat."}
+    assert (await repeat.run({"times": 2}, make_context())).content == "hihi"
+    with pytest.raises(ToolArgumentsError, match="times: Input should be greater than or equal to 1"):
+        await repeat.run({"times": 0}, make_context())
 
 
 async def test_parameters_named_like_basemodel_attributes_work() -> None:
@@ -352,8 +377,9 @@ async def test_arguments_that_are_not_an_object_give_an_error_result() -> None:
     )
 
 
-async def test_empty_arguments_mean_no_arguments() -> None:
-    assert await ToolRegistry([ping]).call(make_call("ping", ""), make_context()) == ToolResult("pong")
+@pytest.mark.parametrize("arguments", ["", "  ", "null"])
+async def test_empty_or_null_arguments_mean_no_arguments(arguments: str) -> None:
+    assert await ToolRegistry([ping]).call(make_call("ping", arguments), make_context()) == ToolResult("pong")
 
 
 async def test_a_raising_tool_gives_its_exception_type_and_message() -> None:

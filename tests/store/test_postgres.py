@@ -16,9 +16,16 @@ psycopg = pytest.importorskip("psycopg")
 
 from psycopg import errors as pg_errors  # noqa: E402
 from psycopg import sql  # noqa: E402
-from psycopg_pool import PoolTimeout  # noqa: E402
+from psycopg_pool import AsyncConnectionPool, PoolTimeout  # noqa: E402
 
-from stellate.errors import ConflictError, FormatError, NotFoundError, SchemaError, StoreError  # noqa: E402
+from stellate.errors import (  # noqa: E402
+    ConflictError,
+    FormatError,
+    NotFoundError,
+    SchemaError,
+    StoreError,
+    UsageError,
+)
 from stellate.log import NewEvent, make_event, validate_event  # noqa: E402
 from stellate.store import Anchor, ForkRequest, SessionId, SessionRecord, open_store  # noqa: E402
 from stellate.store.postgres import MIGRATIONS, PostgresStore, _translate  # noqa: E402
@@ -54,22 +61,23 @@ async def _source(store: PostgresStore, sid: str, turns: int) -> None:
 
 
 class _QueryLog:
-    """Every statement the store runs, with the rows it returned or wrote."""
+    """The row count of every statement the store runs (rows returned or written)."""
 
     def __init__(self, monkeypatch: pytest.MonkeyPatch) -> None:
-        self.calls: list[tuple[str, int]] = []
+        self.rowcounts: list[int] = []
         original = psycopg.AsyncCursor.execute
 
-        async def execute(cursor: Any, query: Any, params: Any = None, **kwargs: Any) -> Any:
-            result = await original(cursor, query, params, **kwargs)
-            self.calls.append((str(query)[:40], cursor.rowcount))
+        async def execute(cursor: Any, *args: Any, **kwargs: Any) -> Any:
+            result = await original(cursor, *args, **kwargs)
+            self.rowcounts.append(max(cursor.rowcount, 0))
             return result
 
         monkeypatch.setattr(psycopg.AsyncCursor, "execute", execute)
 
-    def measure(self) -> tuple[int, int]:
-        queries, rows = len(self.calls), sum(max(count, 0) for _, count in self.calls)
-        self.calls.clear()
+    def take(self) -> tuple[int, int]:
+        """Statements and rows since the last call."""
+        queries, rows = len(self.rowcounts), sum(self.rowcounts)
+        self.rowcounts.clear()
         return queries, rows
 
 
@@ -96,7 +104,7 @@ async def test_fork_cost_does_not_grow_with_the_source(pg: PostgresStore, monkey
     costs = []
     for source in ("short", "long"):
         await pg.create_session(session_id=S(f"kid-{source}"), fork=ForkRequest(source_id=S(source), point=Anchor()))
-        costs.append(log.measure())
+        costs.append(log.take())
     assert costs[0] == costs[1]
     assert costs[0][0] <= 8
 
@@ -225,6 +233,28 @@ async def test_unreachable_server_is_a_store_error_saying_what_to_check() -> Non
     assert "someone@127.0.0.1:1/nowhere" in message and "check that the server is running" in message
     assert "secret" not in message
     assert not isinstance(info.value.__cause__, StoreError)
+
+
+def test_malformed_url_is_a_usage_error() -> None:
+    """A URL libpq cannot parse is refused by the constructor, before any I/O."""
+    with pytest.raises(UsageError):
+        PostgresStore("nonsense")
+
+
+async def test_pool_that_cannot_fill_fails_the_open(
+    pg_url: str, pg_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """When the pool cannot open its connections, ``open`` raises StoreError and leaves nothing open."""
+    opened: list[AsyncConnectionPool[Any]] = []
+
+    async def fail(pool: AsyncConnectionPool[Any], wait: bool = False, timeout: float = 30.0) -> None:
+        opened.append(pool)
+        raise PoolTimeout("pool initialization incomplete")
+
+    monkeypatch.setattr(AsyncConnectionPool, "open", fail)
+    with pytest.raises(StoreError, match="check that the server is running"):
+        await PostgresStore.open(pg_url, schema=pg_schema)
+    assert [pool.closed for pool in opened] == [True]
 
 
 async def test_closed_store_refuses_calls(pg: PostgresStore) -> None:

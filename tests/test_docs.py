@@ -1,0 +1,45 @@
+"""Every Python example in README.md and docs/*.md runs and prints what its ``#>`` lines say."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import re
+from collections.abc import Callable
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+FENCE = re.compile(r"^```python\n(.*?)^```", flags=re.MULTILINE | re.DOTALL)
+EXAMPLES = [
+    pytest.param(code, id=f"{page.name}-{n}")
+    for page in PAGES
+    if not page.name.startswith("_")
+    for n, code in enumerate(FENCE.findall(page.read_text(encoding="utf-8")), start=1)
+]
+
+
+def test_examples_were_found() -> None:
+    assert len(EXAMPLES) >= 10
+
+
+@pytest.mark.parametrize("code", EXAMPLES)
+def test_example_prints_its_expected_output(
+    code: str, tmp_path: Path, require_extra: Callable[[str, str], ModuleType]
+) -> None:
+    for module, extra in re.findall(r"^# requires: (\S+) \((\w+)\)$", code, flags=re.MULTILINE):
+        require_extra(module, extra)
+    expected = [line.removeprefix("#>").removeprefix(" ") for line in code.splitlines() if line.startswith("#>")]
+    output = io.StringIO()
+    cwd = os.getcwd()
+    os.chdir(tmp_path)  # examples that write a database write it here
+    try:
+        with contextlib.redirect_stdout(output):
+            exec(compile(code, "example", "exec"), {"__name__": "__docs__"})
+    finally:
+        os.chdir(cwd)
+    assert output.getvalue().splitlines() == expected
