@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from stellate import Agent, ForkOptions, ForkProfile, Reflector, SessionConfig, SplitGuard, ToolContext, tool
+from stellate import Agent, ForkOptions, ForkProfile, Reflector, SessionConfig, SplitGuard, tool
 from stellate.engine.events import AgentEvent, ErrorRaised, ToolCallFinished, TurnFinished
 from stellate.engine.skills import Skill, SkillSet
 from stellate.errors import ArchivedError, ForkError, NotFoundError

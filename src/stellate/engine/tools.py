@@ -18,7 +18,7 @@ import typing
 from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping
 from dataclasses import KW_ONLY, dataclass, field
 from types import MappingProxyType
-from typing import Annotated, Any, Generic, ParamSpec, Protocol, TypeAlias, TypeVar, overload, runtime_checkable
+from typing import Annotated, Any, Generic, ParamSpec, Protocol, TypeVar, overload, runtime_checkable
 
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, ValidationError, create_model
@@ -49,14 +49,7 @@ _ARG_SECTIONS = frozenset({"args", "arguments", "parameters", "params"})
 _SECTION_HEADER = re.compile(r"^([A-Za-z][A-Za-z ]*):\s*$")
 _ARG_ENTRY = re.compile(r"^\*{0,2}(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)$")
 _SHOWN_INPUT_CHARS = 80
-_JSON_KINDS = {
-    list: "an array",
-    str: "a string",
-    int: "a number",
-    float: "a number",
-    bool: "a boolean",
-    type(None): "null",
-}
+_JSON_KINDS = {list: "an array", str: "a string", int: "a number", float: "a number", bool: "a boolean"}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -86,6 +79,10 @@ class ToolResult:
     """Whether the call failed; the model reads ``content`` to correct itself."""
 
 
+# ``ToolContext | None = None`` lets a tool also be called directly, without a context.
+_CONTEXT_HINTS = (ToolContext, ToolContext | None)
+
+
 class ToolArgumentsError(Exception):
     """Raised by `Tool.run` for arguments that do not fit its schema; `ToolRegistry.call` reports it to the model.
 
@@ -105,25 +102,20 @@ class Tool(Protocol):
     @property
     def name(self) -> str:
         """Name the model calls the tool by."""
-        ...
 
     @property
     def description(self) -> str:
         """What the tool does and when to use it, written for the model."""
-        ...
 
     @property
     def parameters(self) -> dict[str, Any]:
         """JSON schema of the arguments object."""
-        ...
 
     def spec(self) -> ToolSpec:
         """The tool as offered to the model."""
-        ...
 
     async def run(self, arguments: dict[str, Any], context: ToolContext) -> ToolResult:
         """Run the tool; raise `ToolArgumentsError` for arguments that do not fit `parameters`."""
-        ...
 
 
 def to_tool_result(value: object) -> ToolResult:
@@ -203,7 +195,7 @@ class _Signature:
                 raise UsageError(f"tool {name!r}: *args and **kwargs cannot be described to a model", tool=name)
             positional = param.kind is inspect.Parameter.POSITIONAL_ONLY
             hint = hints.get(param.name, Any)
-            if hint is ToolContext:
+            if hint in _CONTEXT_HINTS:
                 self.params.append((param.name, positional, None))
                 continue
             # Fields get neutral names and the parameter name as alias, so a parameter called ``json``,
@@ -282,6 +274,9 @@ class FunctionTool(Generic[P, R]):
         scope: Extra names for resolving string annotations, such as a model defined inside a function.
     """
 
+    __wrapped__: Callable[P, R]
+    __name__: str
+
     def __init__(
         self,
         fn: Callable[P, R],
@@ -326,16 +321,19 @@ class FunctionTool(Generic[P, R]):
         return to_tool_result(value)
 
 
-_Decorator: TypeAlias = Callable[[Callable[P, R]], "FunctionTool[P, R]"]
+class _ToolDecorator(Protocol):
+    """What ``tool(name=...)`` returns: a decorator generic in the function it receives."""
+
+    def __call__(self, fn: Callable[P, R], /) -> FunctionTool[P, R]: ...
 
 
 @overload
 def tool(fn: Callable[P, R], /) -> FunctionTool[P, R]: ...
 @overload
-def tool(*, name: str | None = None, description: str | None = None) -> _Decorator[P, R]: ...
+def tool(*, name: str | None = None, description: str | None = None) -> _ToolDecorator: ...
 def tool(
-    fn: Callable[P, R] | None = None, /, *, name: str | None = None, description: str | None = None
-) -> FunctionTool[P, R] | _Decorator[P, R]:
+    fn: Callable[..., Any] | None = None, /, *, name: str | None = None, description: str | None = None
+) -> FunctionTool[..., Any] | _ToolDecorator:
     """Turn a function into a `Tool`, bare (``@tool``) or with options (``@tool(name=...)``).
 
     The arguments schema comes from the type hints (anything pydantic validates) and the docstring's ``Args:``
@@ -482,6 +480,8 @@ def _parse_arguments(call: ToolCall) -> dict[str, Any] | ToolResult:
             "Send the arguments as one JSON object matching the tool's parameters."
         )
         return ToolResult(text, is_error=True)
+    if arguments is None:  # ``null`` means no arguments as well
+        return {}
     if not isinstance(arguments, dict):
         kind = _JSON_KINDS.get(type(arguments), "value")
         text = f'The arguments for tool "{call.name}" must be a JSON object, not {kind}: {_shorten(arguments)}.'

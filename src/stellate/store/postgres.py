@@ -329,9 +329,7 @@ def _translate(exc: psycopg.Error | UnicodeEncodeError, what: str, where: str, *
     if isinstance(exc, UnicodeEncodeError | psycopg.DataError):  # a lone surrogate; a NUL in a text column
         return FormatError(f"{what}: PostgreSQL cannot store this text ({text})", **details)
     state = exc.sqlstate or ""
-    if isinstance(exc, pg_errors.UniqueViolation):
-        if exc.diag.table_name == "sessions":
-            return ConflictError(f"{what}: the session id is taken ({text})", code="session_exists", **details)
+    if isinstance(exc, pg_errors.UniqueViolation):  # only (session_id, seq): a taken session id is ON CONFLICT
         return ConflictError(f"{what}: another writer took these seqs; re-read and retry", **details)
     if isinstance(exc, pg_errors.ForeignKeyViolation):
         return NotFoundError(f"{what}: the topology parent does not exist ({text})", **details)
