@@ -9,6 +9,7 @@ consolidation runs beside the turns (it only appends a memory event) and reports
 from __future__ import annotations
 
 import asyncio
+from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
@@ -47,6 +48,8 @@ from stellate.store import BaseStore, SessionId, open_store
 __all__ = ["Agent"]
 
 DEFAULT_STORE = "sqlite:///stellate.db"
+#: Sessions whose in-memory history the agent keeps between calls.
+SESSION_CACHE_SIZE = 256
 
 
 class Agent:
@@ -123,7 +126,7 @@ class Agent:
         self.events = EventBus()
         self._locks = SessionLocks()
         self._consolidating: dict[str, asyncio.Lock] = {}
-        self._sessions: dict[str, Session] = {}
+        self._sessions: OrderedDict[str, Session] = OrderedDict()
         self._live: dict[str, SessionConfig] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._open_lock = asyncio.Lock()
@@ -440,17 +443,22 @@ class Agent:
     async def _session(self, session_id: str) -> Session:
         cached = self._sessions.get(session_id)
         if cached is not None:
+            self._sessions.move_to_end(session_id)
             await cached.refresh()
             return cached
         store = await self.store()
         record = await store.get_session(SessionId(session_id))
         config = self._live.get(session_id) or self.registries.config_from_frozen(self.defaults, record.slots.config)
         session = await Session.load(store, record.id, self._runtime(config))
-        self._sessions[session_id] = session
+        self._remember(session, None)
         return session
 
     def _remember(self, session: Session, config: SessionConfig | None) -> None:
+        # Bounded: a dropped session is simply reloaded from the store on its next use.
         self._sessions[session.id] = session
+        self._sessions.move_to_end(session.id)
+        while len(self._sessions) > SESSION_CACHE_SIZE:
+            self._sessions.popitem(last=False)
         if config is not None:
             self._live[session.id] = config
 
