@@ -12,8 +12,16 @@ def test_known_event_returns_compact_json() -> None:
 
 @pytest.mark.parametrize(
     "data",
-    [{"content": "x", "z": -0.0}, {"content": "x", 1: "int key"}, {"content": "x", "s": {1, 2}}, [1]],
-    ids=["negative-zero", "int-key", "set", "not-object"],
+    [
+        {"content": "x", "z": -0.0},
+        {"content": "x", 1: "int key"},
+        {"content": "x", "s": {1, 2}},
+        [1],
+        {"content": "a\x00b"},
+        {"content": "\ud800"},
+        {"content": "x", "deep": [{"k\x00": 1}]},
+    ],
+    ids=["negative-zero", "int-key", "set", "not-object", "nul", "lone-surrogate", "nul-in-key"],
 )
 def test_data_that_does_not_survive_json_is_refused(data: object) -> None:
     with pytest.raises(FormatError):

@@ -219,16 +219,28 @@ def _lossless_json(data: object, event_type: str) -> str:
         text = json.dumps(data, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
     except (TypeError, ValueError) as exc:
         raise FormatError(f"data of {event_type!r} is not lossless JSON: {exc}", type=event_type) from exc
-    if json.loads(text) != data or _has_negative_zero(data):
+    if json.loads(text) != data:
         raise FormatError(f"data of {event_type!r} does not survive a JSON round trip", type=event_type)
+    problem = _unstorable(data)
+    if problem:
+        raise FormatError(f"data of {event_type!r} holds {problem}", type=event_type)
     return text
 
 
-def _has_negative_zero(value: object) -> bool:
+def _unstorable(value: object) -> str | None:
+    """Values JSON accepts but a store cannot keep identically: -0.0, NUL characters, lone surrogates."""
     if isinstance(value, float):
-        return value == 0.0 and math.copysign(1.0, value) < 0
+        return "-0.0, which JSON cannot tell from 0" if value == 0.0 and math.copysign(1.0, value) < 0 else None
+    if isinstance(value, str):
+        if "\x00" in value:
+            return "a NUL character, which PostgreSQL cannot store"
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return "a lone surrogate, which is not valid UTF-8"
+        return None
     if isinstance(value, dict):
-        return any(_has_negative_zero(v) for v in value.values())
+        return next((p for k, v in value.items() if (p := _unstorable(k) or _unstorable(v))), None)
     if isinstance(value, list):
-        return any(_has_negative_zero(v) for v in value)
-    return False
+        return next((p for v in value if (p := _unstorable(v))), None)
+    return None

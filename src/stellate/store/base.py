@@ -14,7 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol, runtime_checkable
 
-from stellate.errors import ConflictError, ForkError, NotFoundError, StoreError, UsageError
+from stellate.errors import ConflictError, ForkError, NotFoundError, UsageError
 from stellate.log.events import Event, NewEvent, now_ms
 from stellate.log.fork import check_explicit_boundary, clip_to_completed_turn, resolve_anchor
 from stellate.log.invariants import Cursor
@@ -248,9 +248,9 @@ class BaseStore(abc.ABC):
             return {}
         return await self._append_batches(batches)
 
+    @abc.abstractmethod
     async def _append_batches(self, batches: Mapping[SessionId, Sequence[NewEvent]]) -> dict[SessionId, list[Event]]:
-        """Backend primitive of `append_batches` (atomic across sessions)."""
-        raise StoreError(f"{type(self).__name__} cannot append to several sessions atomically", code="unsupported")
+        """Backend primitive of `append_batches`: one transaction across sessions."""
 
     async def read_events(
         self,

@@ -14,7 +14,7 @@ exactly as in SQLite; both backends share their row mapping (`stellate.store._sq
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -260,6 +260,19 @@ class PostgresStore(BaseStore):
             state = state_update_row(planned.record)
             await conn.execute(_APPEND, (*_event_columns(session_id, planned), *state, session_id))
             return planned.events
+
+    async def _append_batches(self, batches: Mapping[SessionId, Sequence[NewEvent]]) -> dict[SessionId, list[Event]]:
+        out: dict[SessionId, list[Event]] = {}
+        async with self._transaction("cannot append to several sessions") as conn:
+            for session_id in sorted(batches):  # one lock order for every writer: no deadlocks between them
+                row = await (await conn.execute(_LOCK_RECORD, (session_id,))).fetchone()
+                if row is None:
+                    raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
+                planned = plan_append(record_from_row(row), batches[session_id], None)
+                state = state_update_row(planned.record)
+                await conn.execute(_APPEND, (*_event_columns(session_id, planned), *state, session_id))
+                out[session_id] = planned.events
+        return {sid: out[sid] for sid in batches}
 
     async def _read_own(
         self,

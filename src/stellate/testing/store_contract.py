@@ -357,6 +357,35 @@ async def test_topology_roots_children_ancestors_subtree(store: BaseStore) -> No
     assert len(await store.list_sessions()) == 5
 
 
+async def test_append_batches_is_atomic_across_sessions(store: BaseStore) -> None:
+    """Batches for several sessions land together; one bad batch writes nothing anywhere."""
+    await _with_turns(store, "a", 1)
+    await _with_turns(store, "b", 1)
+    written = await store.append_batches(
+        {
+            S("a"): [make_event("insight/put", {"content": "for a"})],
+            S("b"): [make_event("insight/put", {"content": "for b"})],
+        }
+    )
+    assert [e.seq for e in written[S("a")]] == [7] and [e.seq for e in written[S("b")]] == [7]
+    assert (await store.get_session(S("b"))).slots.insight == "for b"
+    with pytest.raises(InvariantError):
+        await store.append_batches(
+            {
+                S("a"): [make_event("memory/put", {"content": "x"})],
+                S("b"): [make_event("turn/end", {"turn": 9, "reason": "completed"})],
+            }
+        )
+    with pytest.raises(NotFoundError):
+        await store.append_batches(
+            {
+                S("a"): [make_event("memory/put", {"content": "x"})],
+                S("ghost"): [make_event("memory/put", {"content": "y"})],
+            }
+        )
+    assert (await store.get_session(S("a"))).next_seq == 8 and (await store.get_session(S("b"))).next_seq == 8
+
+
 # -- concurrency and durability ------------------------------------------------------------------
 
 

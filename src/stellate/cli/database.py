@@ -1,0 +1,127 @@
+"""Opening the command's database, and the small state file that remembers the last chat session.
+
+A database that does not exist yet is created (with the current schema) only by commands that write;
+the others report ``store_not_found`` instead of leaving an empty file behind. An existing SQLite file
+behind the current schema is never upgraded implicitly: an upgrade cannot be undone and an older
+stellate sharing the file would stop working, so it waits for ``stellate db migrate``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+from stellate.errors import StoreError, UsageError
+from stellate.store import BaseStore, open_store
+from stellate.store.sqlite import SqliteStore, sqlite_path
+
+__all__ = ["Database", "open_database"]
+
+_DEFAULT_LOCK_TIMEOUT = 5.0
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Database:
+    """Where the command keeps sessions: a SQLite file (the default) or any store URL."""
+
+    location: str
+    """As given: a path, or a URL such as ``postgresql://...``."""
+    lock_timeout: float = _DEFAULT_LOCK_TIMEOUT
+    """Seconds to wait for another process's write lock before giving up with ``store_locked``."""
+
+    @classmethod
+    def from_env(cls, location: str, env: Mapping[str, str]) -> Database:
+        """A database whose lock timeout comes from ``$STELLATE_LOCK_TIMEOUT`` (seconds)."""
+        raw = env.get("STELLATE_LOCK_TIMEOUT")
+        try:
+            timeout = float(raw) if raw else _DEFAULT_LOCK_TIMEOUT
+        except ValueError as exc:
+            raise UsageError(f"STELLATE_LOCK_TIMEOUT must be seconds, not {raw!r}", code="config_invalid") from exc
+        return cls(location=location, lock_timeout=timeout)
+
+    @property
+    def path(self) -> Path | None:
+        """The SQLite file, or None for other stores."""
+        if "://" in self.location and not self.location.startswith("sqlite:"):
+            return None
+        return Path(sqlite_path(self.location))
+
+    @property
+    def url(self) -> str:
+        """The store URL."""
+        path = self.path
+        return f"sqlite:///{path}" if path is not None else self.location
+
+    def describe(self) -> str:
+        """What ``stellate db path`` prints: the absolute file path, or the URL."""
+        path = self.path
+        return str(path.resolve()) if path is not None else self.location
+
+    def exists(self) -> bool:
+        """Whether the SQLite file holds anything yet (other stores always exist)."""
+        path = self.path
+        return path is None or (path.is_file() and path.stat().st_size > 0)
+
+    @property
+    def state_file(self) -> Path:
+        """The state file: ``<db>.state.json`` beside a SQLite file, else one per URL in the user's state dir."""
+        path = self.path
+        if path is not None:
+            return path.with_name(path.name + ".state.json")
+        digest = hashlib.sha256(self.location.encode()).hexdigest()[:16]
+        base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
+        return base / "stellate" / f"{digest}.json"
+
+    def last_session(self) -> str | None:
+        """The session the last chat used, if remembered."""
+        try:
+            value = json.loads(self.state_file.read_text(encoding="utf-8")).get("last_session")
+        except (OSError, ValueError, AttributeError):
+            return None  # no state yet, or a damaged file: start afresh rather than fail
+        return value if isinstance(value, str) else None
+
+    def remember_session(self, session_id: str) -> None:
+        """Record ``session_id`` as the one to resume (written atomically)."""
+        target = self.state_file
+        target.parent.mkdir(parents=True, exist_ok=True)
+        temporary = target.with_name(target.name + ".tmp")
+        temporary.write_text(json.dumps({"last_session": session_id}) + "\n", encoding="utf-8")
+        temporary.replace(target)
+
+
+@contextlib.asynccontextmanager
+async def open_database(database: Database, *, create: bool = False, migrate: bool = False) -> AsyncIterator[BaseStore]:
+    """Open the store, and close it afterwards.
+
+    Args:
+        database: Which store.
+        create: Create the SQLite file when it does not exist (else ``store_not_found``).
+        migrate: Bring an existing file's schema up to date (``stellate db migrate``).
+
+    Raises:
+        StoreError: ``store_not_found``, ``schema_behind``, ``store_locked`` (as ``ConflictError``).
+        SchemaError: the file comes from a newer stellate.
+    """
+    store = await _open(database, create=create, migrate=migrate)
+    try:
+        yield store
+    finally:
+        await store.close()
+
+
+async def _open(database: Database, *, create: bool, migrate: bool) -> BaseStore:
+    if database.path is None:
+        return await open_store(database.url)
+    is_new = not database.exists()
+    if is_new and not create:
+        raise StoreError(
+            f"no database at {database.describe()}; `stellate demo` or `stellate chat` creates one",
+            code="store_not_found",
+        )
+    timeout_ms = int(database.lock_timeout * 1000)
+    return await SqliteStore.open(database.url, migrate=migrate or is_new, busy_timeout_ms=timeout_ms)

@@ -1,0 +1,121 @@
+"""Exit statuses of the ``stellate`` command: one table from error ``code`` to status.
+
+Statuses group codes by what the person at the terminal has to do next (fix the command, pick another
+session, retry later, upgrade...). A code missing from the table falls back to its error class, so a new
+code never exits 0; a test checks that every code of `stellate.errors.ERROR_CODES` is listed here.
+"""
+
+from __future__ import annotations
+
+from stellate.errors import (
+    ArchivedError,
+    ConflictError,
+    ForkError,
+    FormatError,
+    InvariantError,
+    LLMError,
+    NotFoundError,
+    SchemaError,
+    StellateError,
+    StoreError,
+    UsageError,
+)
+
+__all__ = [
+    "CLI_CODES",
+    "EXIT_INTERNAL",
+    "EXIT_INTERRUPTED",
+    "EXIT_OK",
+    "EXIT_STATUS",
+    "error_line",
+    "exit_status",
+]
+
+EXIT_OK = 0
+EXIT_INTERNAL = 1
+"""An unexpected exception: a bug in stellate (``STELLATE_DEBUG=1`` shows the traceback)."""
+EXIT_INTERRUPTED = 130
+"""Ctrl-C, as shells report SIGINT."""
+
+#: Codes only the command line raises, with their meaning (the library's are in ``ERROR_CODES``).
+CLI_CODES: dict[str, str] = {
+    "provider_not_configured": "no model provider is configured (chat needs one)",
+    "config_invalid": "the config file or an environment variable has a bad value",
+    "missing_extra": "an optional dependency is not installed; the message names the pip install",
+    "store_not_found": "the database file does not exist yet",
+    "io_error": "a file could not be read or written",
+}
+
+#: Error code -> exit status.
+EXIT_STATUS: dict[str, int] = {
+    # 2: the command can never work as typed; fix it.
+    "usage_error": 2,
+    "config_invalid": 2,
+    "adapter_not_found": 2,
+    "tool_not_found": 2,
+    "profile_not_found": 2,
+    # 3: no such session (or no database at all).
+    "session_not_found": 3,
+    "source_not_found": 3,
+    "store_not_found": 3,
+    # 4: the fork point is refused; pick another seq or wait for the turn to end.
+    "invalid_boundary": 4,
+    "open_turn": 4,
+    "fork_unavailable": 4,
+    "split_rejected": 4,
+    # 5: the id is taken.
+    "session_exists": 5,
+    "child_exists": 5,
+    # 6: someone else is writing; retry.
+    "seq_conflict": 6,
+    "store_locked": 6,
+    # 7: the database schema does not match this stellate.
+    "schema_too_new": 7,
+    "schema_behind": 7,
+    # 8: data that is not valid stellate data.
+    "bad_format": 8,
+    "unknown_event_type": 8,
+    "invariant_violation": 8,
+    # 9: the model call failed.
+    "llm_error": 9,
+    "provider_error": 9,
+    "context_too_large": 9,
+    # 10: the session is read-only.
+    "session_archived": 10,
+    # 11: the store failed otherwise.
+    "store_error": 11,
+    "store_closed": 11,
+    # 74 (sysexits EX_IOERR): a file could not be read or written.
+    "io_error": 74,
+    # 78 (sysexits EX_CONFIG): something must be installed or configured first.
+    "provider_not_configured": 78,
+    "missing_extra": 78,
+}
+
+# Most specific class first: the fallback for codes the table does not know.
+_BY_CLASS: tuple[tuple[type[StellateError], int], ...] = (
+    (UsageError, 2),
+    (NotFoundError, 3),
+    (ForkError, 4),
+    (ConflictError, 6),
+    (SchemaError, 7),
+    (FormatError, 8),
+    (InvariantError, 8),
+    (LLMError, 9),
+    (ArchivedError, 10),
+    (StoreError, 11),
+)
+
+
+def exit_status(error: StellateError) -> int:
+    """The exit status for ``error``: by its code, else by its class, else `EXIT_INTERNAL`."""
+    status = EXIT_STATUS.get(error.code)
+    if status is not None:
+        return status
+    return next((status for cls, status in _BY_CLASS if isinstance(error, cls)), EXIT_INTERNAL)
+
+
+def error_line(error: StellateError) -> str:
+    """``error`` as the single stderr line the command prints: message, then the code in brackets."""
+    message = " ".join(error.message.split())
+    return f"stellate: {message} [{error.code}]"

@@ -1,0 +1,87 @@
+"""One run of the command: its parsed arguments, its consoles, its environment, and what they resolve to."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+from collections.abc import AsyncIterator, Collection, Mapping
+from dataclasses import dataclass, field
+
+from stellate.agent import Agent, Reflector
+from stellate.cli.console import Consoles
+from stellate.cli.database import Database, open_database
+from stellate.cli.providers import ProviderSettings, adapter_or_placeholder
+from stellate.cli.settings import (
+    ConfigFile,
+    ProviderFlags,
+    database_location,
+    fork_profiles,
+    load_config,
+    resolve_provider,
+)
+from stellate.llm import LLMAdapter
+from stellate.store import BaseStore
+
+__all__ = ["Invocation"]
+
+
+@dataclass(slots=True)
+class Invocation:
+    """What a command handler gets."""
+
+    args: argparse.Namespace
+    consoles: Consoles
+    env: Mapping[str, str]
+    _config: ConfigFile | None = field(default=None, repr=False)
+
+    def option(self, name: str) -> str | None:
+        """A string option, or None when it was not given (options shared by all commands may be absent)."""
+        value = getattr(self.args, name, None)
+        return value if isinstance(value, str) else None
+
+    def database(self) -> Database:
+        """The database: ``--db``, ``$STELLATE_DB`` or ``./stellate.db``."""
+        return Database.from_env(database_location(self.option("db"), self.env), self.env)
+
+    def config(self) -> ConfigFile:
+        """The config file (read once)."""
+        if self._config is None:
+            self._config = load_config(self.option("config"), self.env)
+        return self._config
+
+    def provider(self) -> ProviderSettings:
+        """The provider settings: flag > environment > config file."""
+        flags = ProviderFlags(
+            provider=self.option("provider"), model=self.option("model"), base_url=self.option("base_url")
+        )
+        return resolve_provider(flags, self.env, self.config())
+
+    def agent(self, store: BaseStore, *, llm: LLMAdapter | None = None, builtin_tools: Collection[str] = ()) -> Agent:
+        """An agent on ``store`` with the configured profiles.
+
+        Without ``llm`` it uses the configured provider if there is one, else a stand-in that refuses model
+        calls; memory is then not consolidated on archive (there is no model to do it).
+        """
+        configured = True
+        if llm is None:
+            llm, configured = adapter_or_placeholder(self.provider())
+        return Agent(
+            store,
+            llm=llm,
+            profiles=fork_profiles(self.config()),
+            builtin_tools=builtin_tools,
+            consolidate_on_archive=configured,
+            reflector=Reflector(llm) if configured else None,
+        )
+
+    @contextlib.asynccontextmanager
+    async def open(
+        self, *, create: bool = False, llm: LLMAdapter | None = None, builtin_tools: Collection[str] = ()
+    ) -> AsyncIterator[tuple[BaseStore, Agent]]:
+        """The database's store and an agent on it (see `agent`), both closed afterwards."""
+        async with open_database(self.database(), create=create) as store:
+            agent = self.agent(store, llm=llm, builtin_tools=builtin_tools)
+            try:
+                yield store, agent
+            finally:
+                await agent.close()

@@ -1,0 +1,165 @@
+"""How the command draws things: the forest as a tree, digests as a table, log events, contexts, and turns
+as they stream."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+
+from rich.console import Console
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from stellate.agent import SessionDigest, TopologyNode
+from stellate.engine.events import (
+    AssistantReply,
+    RoundStart,
+    TextChunk,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnEvent,
+    TurnFinished,
+)
+from stellate.log.events import Event
+from stellate.log.messages import AssistantMessage, Message, ToolMessage
+
+__all__ = ["TurnPrinter", "clip", "context_table", "digest_table", "event_line", "forest_tree"]
+
+
+def clip(text: str | None, width: int = 100) -> str:
+    """``text`` on one line, cut to ``width`` characters."""
+    flat = " ".join((text or "").split())
+    return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def forest_tree(
+    title: str, roots: Sequence[TopologyNode], digests: Mapping[str, SessionDigest], *, current: str | None = None
+) -> Tree:
+    """The forest under ``title``: one node per session with its label, id, turns, memory and pending insight."""
+    tree = Tree(Text(title, style="bold"))
+    stack = [(tree, root) for root in reversed(roots)]
+    while stack:
+        parent, node = stack.pop()
+        branch = parent.add(_node_label(node, digests.get(node.id), node.id == current))
+        stack.extend((branch, child) for child in reversed(node.children))
+    return tree
+
+
+def _node_label(node: TopologyNode, digest: SessionDigest | None, is_current: bool) -> Text:
+    label = Text.assemble(
+        (node.label or "(no label)", "bold"),
+        "  ",
+        (node.id, "dim"),
+        f"  {node.turn_count} turn{'s' if node.turn_count != 1 else ''}",
+    )
+    if node.status != "active":
+        label.append(f"  [{node.status}]", style="yellow")
+    if is_current:
+        label.append("  ◀ current", style="bold cyan")
+    if digest is not None and digest.memory:
+        label.append(f"\nmemory: {clip(digest.memory)}", style="italic")
+    if digest is not None and digest.insight:
+        label.append(f"\ninsight pending: {clip(digest.insight)}", style="magenta")
+    return label
+
+
+def digest_table(digests: Iterable[SessionDigest]) -> Table:
+    """Digests as the reflection layer reads them."""
+    table = Table(title="Session digests", title_justify="left", expand=False)
+    for column in ("id", "label", "status", "turns", "memory", "insight"):
+        table.add_column(column, overflow="fold" if column in ("memory", "insight") else "ellipsis")
+    for d in digests:
+        table.add_row(d.id, d.label, d.status, str(d.turn_count), clip(d.memory, 60), clip(d.insight, 40))
+    return table
+
+
+def event_line(event: Event) -> Text:
+    """One log event on one line: seq, type and what it carries."""
+    return Text.assemble((f"{event.seq:>5}  ", "dim"), (f"{event.type:<18}", _TYPE_STYLES.get(event.type, "")), " ") + (
+        Text(clip(_event_summary(event), 110))
+    )
+
+
+_TYPE_STYLES = {
+    "turn/start": "bold",
+    "turn/end": "bold",
+    "user/message": "cyan",
+    "assistant/message": "green",
+    "tool/call": "yellow",
+    "tool/result": "yellow",
+}
+
+
+def _event_summary(event: Event) -> str:
+    data = event.data
+    if event.type == "assistant/message" and data.get("tool_calls"):
+        calls = ", ".join(str(c.get("name")) for c in data["tool_calls"] if isinstance(c, dict))
+        return f"{data.get('content') or ''} → calls {calls}".strip()
+    if event.type == "tool/call":
+        return f"{data.get('name')}({data.get('arguments')})"
+    for key in ("content", "label", "summary", "reason"):
+        if isinstance(data.get(key), str) and data.get(key):
+            turn = f"turn {data['turn']}: " if "turn" in data and key == "reason" else ""
+            return turn + str(data[key])
+    if "turn" in data:
+        return f"turn {data['turn']}"
+    return json.dumps(data, ensure_ascii=False) if data else ""
+
+
+def context_table(messages: Sequence[Message]) -> Table:
+    """The messages of one model call, in order, with their roles."""
+    table = Table(show_header=True, expand=False, show_lines=True)
+    table.add_column("#", justify="right", style="dim")
+    table.add_column("role")
+    table.add_column("content", overflow="fold")
+    for index, message in enumerate(messages):
+        table.add_row(str(index), message.role, _message_text(message))
+    return table
+
+
+def _message_text(message: Message) -> str:
+    if isinstance(message, AssistantMessage) and message.tool_calls:
+        calls = "\n".join(f"→ {c.name}({c.arguments})" for c in message.tool_calls)
+        return f"{message.content}\n{calls}".strip()
+    if isinstance(message, ToolMessage):
+        return f"[{message.name}{' error' if message.is_error else ''}] {message.content}"
+    return message.content
+
+
+class TurnPrinter:
+    """Prints a turn as it streams: the assistant's text as it arrives, each tool call and its result."""
+
+    def __init__(self, console: Console, *, speaker: str = "assistant") -> None:
+        self.console = console
+        self.speaker = speaker
+        self._mid_line = False
+
+    def __call__(self, event: TurnEvent) -> None:
+        """Print one event."""
+        if isinstance(event, RoundStart):
+            self._write(Text(f"{self.speaker} › ", style="bold green"))
+        elif isinstance(event, TextChunk):
+            self._write(Text(event.text))
+        elif isinstance(event, AssistantReply):
+            self._end_line()
+        elif isinstance(event, ToolCallStarted):
+            self._line(Text(f"  ⚙ {event.call.name}({clip(event.call.arguments, 140)})", style="yellow"))
+        elif isinstance(event, ToolCallFinished):
+            style = "red" if event.is_error else "dim"
+            self._line(Text(f"    ↳ {clip(event.content, 140)}", style=style))
+        elif isinstance(event, TurnFinished) and event.result.reason != "completed":
+            self._line(Text(f"(turn {event.result.turn} ended: {event.result.reason})", style="yellow"))
+
+    def _write(self, text: Text) -> None:
+        self.console.print(text, end="", soft_wrap=True)
+        self._mid_line = not text.plain.endswith("\n")
+
+    def _line(self, text: Text) -> None:
+        self._end_line()
+        self.console.print(text, soft_wrap=True)
+
+    def _end_line(self) -> None:
+        if self._mid_line:
+            self.console.print()
+            self._mid_line = False

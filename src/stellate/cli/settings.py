@@ -1,0 +1,186 @@
+"""Where the command's settings come from: flags, then environment variables, then the TOML config file.
+
+Config file (``--config``, else ``$STELLATE_CONFIG``, else ``~/.config/stellate/config.toml``)::
+
+    provider = "deepseek"          # openai | anthropic | deepseek | local
+    model = "deepseek-chat"
+    base_url = "https://api.deepseek.com/v1"
+    api_key = "..."                # better: DEEPSEEK_API_KEY in the environment
+    context_tokens = 64000
+
+    [profiles.expert]              # fork profiles for /fork --profile and the model's create_session
+    system_prompt = "You are an expert in ${topic}."   # ${name} is filled from --var name=value
+    mode = "preset"                # preset | prepend | append
+    context = "none"               # none | inherit | compress
+"""
+
+from __future__ import annotations
+
+import string
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, PositiveInt, ValidationError
+
+from stellate.cli.providers import PROVIDERS, ProviderSettings
+from stellate.engine import ForkProfile
+from stellate.errors import UsageError
+
+__all__ = [
+    "DEFAULT_CONFIG",
+    "DEFAULT_DB",
+    "DEFAULT_PROFILES",
+    "ConfigFile",
+    "ProfileEntry",
+    "ProviderFlags",
+    "config_path",
+    "database_location",
+    "fork_profiles",
+    "load_config",
+    "resolve_provider",
+]
+
+DEFAULT_DB = "stellate.db"
+DEFAULT_CONFIG = "~/.config/stellate/config.toml"
+
+
+class ProfileEntry(BaseModel):
+    """A fork profile in the config file."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    system_prompt: str | None = None
+    """The profile's prompt; ``${name}`` placeholders are filled from the fork's variables."""
+    mode: Literal["preset", "prepend", "append"] = "prepend"
+    context: Literal["none", "inherit", "compress"] | None = None
+    prompt: str | None = None
+    description: str = ""
+
+
+class ConfigFile(BaseModel):
+    """The config file's schema; unknown keys are refused so that a typo is not silently ignored."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    provider: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+    api_key: str | None = None
+    context_tokens: PositiveInt | None = None
+    profiles: dict[str, ProfileEntry] = {}
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ProviderFlags:
+    """Provider options given on the command line (the highest layer)."""
+
+    provider: str | None = None
+    model: str | None = None
+    base_url: str | None = None
+
+
+def database_location(flag: str | None, env: Mapping[str, str]) -> str:
+    """The database: ``--db``, else ``$STELLATE_DB``, else ``./stellate.db`` (a path, or a store URL)."""
+    return flag or env.get("STELLATE_DB") or DEFAULT_DB
+
+
+def config_path(flag: str | None, env: Mapping[str, str]) -> tuple[Path, bool]:
+    """The config file and whether it was named explicitly (an explicit file must exist)."""
+    named = flag or env.get("STELLATE_CONFIG")
+    return Path(named or DEFAULT_CONFIG).expanduser(), named is not None
+
+
+def load_config(flag: str | None, env: Mapping[str, str]) -> ConfigFile:
+    """Read the config file; the default one may be absent.
+
+    Raises:
+        UsageError: ``config_invalid`` when a named file is missing, or any file is not valid.
+    """
+    path, explicit = config_path(flag, env)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError as exc:
+        if not explicit:
+            return ConfigFile()
+        raise UsageError(f"config file {path} does not exist", code="config_invalid") from exc
+    except OSError as exc:
+        raise UsageError(f"cannot read config file {path}: {exc.strerror}", code="config_invalid") from exc
+    try:
+        return ConfigFile.model_validate(tomllib.loads(text))
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"config file {path} is not valid TOML: {exc}", code="config_invalid") from exc
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise UsageError(f"config file {path}: {problems}", code="config_invalid") from exc
+
+
+def resolve_provider(flags: ProviderFlags, env: Mapping[str, str], file: ConfigFile) -> ProviderSettings:
+    """Merge the three layers, flag > environment > file; with no provider named anywhere, a provider whose
+    API-key variable is set is used (the first of ``openai``, ``deepseek``, ``anthropic``)."""
+    provider = flags.provider or env.get("STELLATE_PROVIDER") or file.provider or _provider_from_keys(env)
+    spec = PROVIDERS.get(provider or "")
+    vendor_key = env.get(spec.key_env) if spec is not None and spec.key_env else None
+    return ProviderSettings(
+        provider=provider,
+        model=flags.model or env.get("STELLATE_MODEL") or file.model,
+        base_url=flags.base_url or env.get("STELLATE_BASE_URL") or file.base_url,
+        api_key=env.get("STELLATE_API_KEY") or vendor_key or file.api_key,
+        context_tokens=_positive_int(env, "STELLATE_CONTEXT_TOKENS") or file.context_tokens,
+        script=env.get("STELLATE_SCRIPT"),
+    )
+
+
+def _provider_from_keys(env: Mapping[str, str]) -> str | None:
+    return next((name for name, spec in PROVIDERS.items() if spec.key_env and env.get(spec.key_env)), None)
+
+
+def _positive_int(env: Mapping[str, str], name: str) -> int | None:
+    raw = env.get(name)
+    if not raw:
+        return None
+    if not raw.isdigit() or int(raw) == 0:
+        raise UsageError(f"{name} must be a positive whole number of tokens, not {raw!r}", code="config_invalid")
+    return int(raw)
+
+
+#: Profiles offered when the config file defines none.
+DEFAULT_PROFILES: dict[str, ProfileEntry] = {
+    "researcher": ProfileEntry(
+        system_prompt="You are a research assistant: analyse the question in depth and cite what you rely on.",
+        mode="prepend",
+        context="inherit",
+        description="digs into one question with this conversation's history",
+    ),
+    "expert": ProfileEntry(
+        system_prompt="You are an expert in ${topic}. Answer precisely and say what you are unsure of.",
+        mode="preset",
+        description="an expert in vars.topic, starting fresh",
+    ),
+}
+
+
+def fork_profiles(file: ConfigFile) -> dict[str, ForkProfile]:
+    """The fork profiles of the config file (or `DEFAULT_PROFILES`)."""
+    entries = file.profiles or DEFAULT_PROFILES
+    return {name: _fork_profile(entry) for name, entry in entries.items()}
+
+
+def _fork_profile(entry: ProfileEntry) -> ForkProfile:
+    template = entry.system_prompt
+    prompt_fn = None
+    if template is not None and "$" in template:
+
+        def prompt_fn(variables: Mapping[str, str]) -> str:
+            return string.Template(template).safe_substitute(variables)
+
+    return ForkProfile(
+        system_prompt=template,
+        system_prompt_fn=prompt_fn,
+        system_prompt_mode=entry.mode,
+        context=entry.context,
+        prompt=entry.prompt,
+        description=entry.description,
+    )
