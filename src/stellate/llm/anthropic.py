@@ -17,10 +17,10 @@ import json
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass, field
-from types import TracebackType
-from typing import Any, Self
+from typing import Any
 
 from stellate.llm._http import HTTPChannel
+from stellate.llm._identity import ClosingAdapter
 from stellate.llm._retry import AttemptFailed, RetryPolicy, retry_call, retry_stream
 from stellate.llm._wire import UNKNOWN_TOOL, new_call_id, parse_tool_arguments, resolve_max_tokens
 from stellate.llm.types import (
@@ -288,7 +288,7 @@ def _stream_failure(event: Mapping[str, Any]) -> AttemptFailed:
     return AttemptFailed(f"error in stream: {message}", retryable=retryable, provider_message=message)
 
 
-class AnthropicAdapter:
+class AnthropicAdapter(ClosingAdapter):
     """`LLMAdapter` for Anthropic's Messages API.
 
     Args:
@@ -322,9 +322,7 @@ class AnthropicAdapter:
         client: httpx.AsyncClient | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self._model = model
-        self._provider = provider
-        self._max_context_tokens = max_context_tokens
+        super().__init__(provider=provider, model=model, max_context_tokens=max_context_tokens)
         self._max_output_tokens = max_output_tokens
         self._extra_body = dict(extra_body or {})
         self._retry = retry or RetryPolicy()
@@ -332,32 +330,9 @@ class AnthropicAdapter:
         headers = {"x-api-key": key, "anthropic-version": api_version}
         self._channel = HTTPChannel(base_url, headers=headers, timeout=timeout, client=client, transport=transport)
 
-    @property
-    def provider(self) -> str:
-        """Provider name recorded on replies."""
-        return self._provider
-
-    @property
-    def model(self) -> str:
-        """Model name sent to the API and recorded on replies."""
-        return self._model
-
-    @property
-    def max_context_tokens(self) -> int:
-        """Context window of the model."""
-        return self._max_context_tokens
-
     async def aclose(self) -> None:
         """Close the HTTP client if this adapter created it."""
         await self._channel.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
     def build_body(self, request: LLMRequest, *, stream: bool) -> dict[str, Any]:
         """The JSON body sent for ``request``."""

@@ -15,11 +15,11 @@ import os
 from collections.abc import AsyncIterator, Callable, Iterator, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Self, TypeVar
+from typing import Any, TypeVar
 
 from stellate.errors import LLMError
 from stellate.llm._chat_completions import ChunkAssembler, parse_completion, to_wire_messages, to_wire_tools
+from stellate.llm._identity import ClosingAdapter
 from stellate.llm._wire import resolve_max_tokens
 from stellate.llm.types import LLMRequest, LLMResponse, StreamEvent
 
@@ -55,7 +55,7 @@ def bundled_model_path() -> Path:
     raise ImportError(_INSTALL_HINT)
 
 
-class LlamaCppAdapter:
+class LlamaCppAdapter(ClosingAdapter):
     """`LLMAdapter` running a GGUF model in-process with llama-cpp-python.
 
     Constructing it does no I/O: the model loads on the first call, on the adapter's worker thread.
@@ -85,7 +85,8 @@ class LlamaCppAdapter:
         llama_options: Mapping[str, Any] | None = None,
     ) -> None:
         self._model_path = Path(model_path) if model_path is not None else None
-        self._model = model or (self._model_path.stem if self._model_path else SMOLLM2_FILE.removesuffix(".gguf"))
+        name = model or (self._model_path.stem if self._model_path else SMOLLM2_FILE.removesuffix(".gguf"))
+        super().__init__(provider="local", model=name, max_context_tokens=n_ctx)
         self._n_ctx = n_ctx
         self._max_output_tokens = max_output_tokens
         self._options: dict[str, Any] = {"n_threads": n_threads, "seed": seed, "chat_format": chat_format}
@@ -93,35 +94,12 @@ class LlamaCppAdapter:
         self._llama: Any = None
         self._worker: ThreadPoolExecutor | None = None
 
-    @property
-    def provider(self) -> str:
-        """Always ``local``."""
-        return "local"
-
-    @property
-    def model(self) -> str:
-        """Model name recorded on replies."""
-        return self._model
-
-    @property
-    def max_context_tokens(self) -> int:
-        """The allocated context window."""
-        return self._n_ctx
-
     async def aclose(self) -> None:
         """Stop the worker thread and free the model."""
         if self._worker is not None:
             await asyncio.get_running_loop().run_in_executor(None, self._worker.shutdown)
             self._worker = None
         self._llama = None
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
     def _loaded(self) -> Any:
         # Runs on the worker thread only, so two calls never load the model twice.

@@ -14,11 +14,11 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess by te
 import json
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
-from types import TracebackType
-from typing import Any, Literal, Self
+from typing import Any, Literal
 
 from stellate.llm._chat_completions import ChunkAssembler, parse_completion, to_wire_messages, to_wire_tools
 from stellate.llm._http import HTTPChannel
+from stellate.llm._identity import ClosingAdapter
 from stellate.llm._retry import AttemptFailed, RetryPolicy, retry_call, retry_stream
 from stellate.llm._wire import resolve_max_tokens
 from stellate.llm.types import LLMRequest, LLMResponse, StreamEvent
@@ -28,7 +28,7 @@ __all__ = ["OpenAIAdapter"]
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 
 
-class OpenAIAdapter:
+class OpenAIAdapter(ClosingAdapter):
     """`LLMAdapter` for any server speaking OpenAI's ``/chat/completions``.
 
     Example:
@@ -68,9 +68,7 @@ class OpenAIAdapter:
         client: httpx.AsyncClient | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
-        self._model = model
-        self._provider = provider
-        self._max_context_tokens = max_context_tokens
+        super().__init__(provider=provider, model=model, max_context_tokens=max_context_tokens)
         self._max_output_tokens = max_output_tokens
         self._max_tokens_field = max_tokens_field
         self._extra_body = dict(extra_body or {})
@@ -80,32 +78,9 @@ class OpenAIAdapter:
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._channel = HTTPChannel(base_url, headers=headers, timeout=timeout, client=client, transport=transport)
 
-    @property
-    def provider(self) -> str:
-        """Provider name recorded on replies."""
-        return self._provider
-
-    @property
-    def model(self) -> str:
-        """Model name sent to the server and recorded on replies."""
-        return self._model
-
-    @property
-    def max_context_tokens(self) -> int:
-        """Context window of the model."""
-        return self._max_context_tokens
-
     async def aclose(self) -> None:
         """Close the HTTP client if this adapter created it."""
         await self._channel.aclose()
-
-    async def __aenter__(self) -> Self:
-        return self
-
-    async def __aexit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        await self.aclose()
 
     def build_body(self, request: LLMRequest, *, stream: bool) -> dict[str, Any]:
         """The JSON body sent for ``request`` (public so that applications can log or inspect it)."""

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Any, TypeAlias
 
 from stellate.errors import UsageError
+from stellate.llm._identity import AdapterIdentity
 from stellate.llm.tokens import HeuristicTokenCounter, estimate_text_tokens
 from stellate.llm.types import (
     LLMRequest,
@@ -98,30 +99,13 @@ def response_events(response: LLMResponse) -> list[StreamEvent]:
     return events
 
 
-class _RecordingLLM(abc.ABC):
+class _RecordingLLM(AdapterIdentity, abc.ABC):
     """What both deterministic models share: identity, request recording, usage estimates and streaming."""
 
     def __init__(self, *, provider: str, model: str, max_context_tokens: int) -> None:
-        self._provider = provider
-        self._model = model
-        self._max_context_tokens = max_context_tokens
+        super().__init__(provider=provider, model=model, max_context_tokens=max_context_tokens)
         self.requests: list[LLMRequest] = []
         """Every request received, in order (streamed ones included)."""
-
-    @property
-    def provider(self) -> str:
-        """Provider name recorded on replies."""
-        return self._provider
-
-    @property
-    def model(self) -> str:
-        """Model name recorded on replies."""
-        return self._model
-
-    @property
-    def max_context_tokens(self) -> int:
-        """Context window this fake model claims."""
-        return self._max_context_tokens
 
     @abc.abstractmethod
     async def _answer(self, request: LLMRequest) -> LLMResponse: ...
