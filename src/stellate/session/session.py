@@ -359,12 +359,15 @@ class Session:
         """Remember how far the estimate was from the provider's count for the last call."""
         self._calibration = offset
 
-    def estimate_prompt_tokens(self) -> int:
-        """Estimated size of the next call's prompt: provider-calibrated when a provider reported usage."""
+    def heuristic_prompt_tokens(self) -> int:
+        """The token counter's estimate of the next call's prompt, kept incrementally (O(1) in the history)."""
         history = self.history
         prefix = build_prefix(history.slots, history.fold.summary, self.runtime.language)
-        open_turn = history.fold.open_turn_messages()
-        return self.counter.count(prefix + open_turn) + history.fold.kept_weight + self._calibration
+        return self.counter.count(prefix + history.fold.open_turn_messages()) + history.fold.kept_weight
+
+    def estimate_prompt_tokens(self) -> int:
+        """Estimated size of the next call's prompt, corrected by the provider's count of the last call."""
+        return self.heuristic_prompt_tokens() + self._calibration
 
 
 async def _exists(store: BaseStore, session_id: SessionId) -> bool:

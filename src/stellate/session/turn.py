@@ -147,7 +147,7 @@ class Turn:
         self._partial = []
         self._insight_sent = history.slots.insight is not None
         messages = build_context(history, session.runtime.language)
-        self._sent_estimate = session.counter.count(messages)
+        self._sent_estimate = session.heuristic_prompt_tokens()
         return LLMRequest(messages=messages, tools=tuple(tools), max_output_tokens=session.runtime.max_output_tokens)
 
     async def _finish_step(self, response: LLMResponse) -> SendResult:
@@ -161,8 +161,8 @@ class Turn:
         session._stage(events)
         if response.usage is not None and response.usage.input_tokens:
             session._calibrate(response.usage.input_tokens - self._sent_estimate)
-        if session.runtime.durability == "step":
-            await session._flush()
+        # No write here: the reply is committed with the tool calls it requests (before they run) or with
+        # the turn's end, whichever comes next; nothing awaits in between.
         return SendResult(
             content=message.content,
             tool_calls=message.tool_calls,
