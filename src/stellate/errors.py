@@ -175,4 +175,9 @@ ERROR_CODES: dict[str, str] = {
     "compress_failed": "the compress function failed; the turn went on with a bounded history (recorded as an event)",
     "consolidation_failed": "a scheduled consolidation failed (reported as an event)",
     "unexpected_error": "an exception that is not a stellate error ended the turn",
+    "provider_not_configured": "no model provider is configured; the message says what to set",
+    "config_invalid": "a config file or environment variable has a bad value",
+    "missing_extra": "an optional dependency is not installed; the message names the pip install",
+    "store_not_found": "the database does not exist yet",
+    "io_error": "a file could not be read or written",
 }

@@ -216,6 +216,20 @@ async def test_fork_errors_are_typed_and_change_nothing(store: MemoryStore) -> N
     assert len(await agent.list_session_digests()) == 2
 
 
+async def test_fork_at_an_explicit_boundary_or_a_clicked_message(store: MemoryStore) -> None:
+    agent = make_agent(store, ScriptedLLM(default="ok"))
+    root = await agent.create_session()
+    await agent.turn(root.id, "one")
+    await agent.turn(root.id, "two")
+    at_first = await agent.fork_session(root.id, label="b", context="inherit", boundary=6)
+    assert [m.content for m in await agent.list_messages(at_first.id)] == ["one", "ok"]
+    clicked = await agent.fork_session(root.id, label="a", context="inherit", at_seq=9)
+    assert [m.content for m in await agent.list_messages(clicked.id)] == ["one", "ok", "two", "ok"]
+    with pytest.raises(ForkError) as info:
+        await agent.fork_session(root.id, label="bad", context="inherit", boundary=8)
+    assert info.value.code == "open_turn"
+
+
 async def test_split_guard_minimum_turns_and_cooldown(store: MemoryStore) -> None:
     agent = make_agent(store, ScriptedLLM(default="ok"), split_guard=SplitGuard(min_turns=2, cooldown_turns=2))
     root = await agent.create_session()

@@ -237,6 +237,7 @@ class Agent:
             runtime=self._runtime(config),
             config=frozen_config(config, self.registries, profile=plan.profile, profile_vars=options.profile_vars),
             at_seq=options.at_seq,
+            boundary=options.boundary,
         )
         self._remember(child, config)
         await source._write(

@@ -14,6 +14,7 @@ from rich.text import Text
 
 from stellate.agent import Agent, Reflector
 from stellate.cli.contexts import last_call_context
+from stellate.cli.database import open_database
 from stellate.cli.invocation import Invocation
 from stellate.cli.render import TurnPrinter, clip, digest_table, forest_tree
 from stellate.cli.scenario import Trip, plan_trip, scripted_planner, scripted_reflector, study_abroad_profiles
@@ -65,7 +66,7 @@ async def demo(inv: Invocation) -> int:
     out.print(f"database: {database.describe()}  (each run adds a new tree)", soft_wrap=True)
     planner = scripted_planner()
     reflector = Reflector(scripted_reflector())
-    async with inv.open(create=True, llm=planner) as (store, _):
+    async with open_database(database, create=True) as store:
         agent = Agent(
             store,
             llm=planner,

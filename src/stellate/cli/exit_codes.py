@@ -22,7 +22,6 @@ from stellate.errors import (
 )
 
 __all__ = [
-    "CLI_CODES",
     "EXIT_INTERNAL",
     "EXIT_INTERRUPTED",
     "EXIT_OK",
@@ -37,19 +36,17 @@ EXIT_INTERNAL = 1
 EXIT_INTERRUPTED = 130
 """Ctrl-C, as shells report SIGINT."""
 
-#: Codes only the command line raises, with their meaning (the library's are in ``ERROR_CODES``).
-CLI_CODES: dict[str, str] = {
-    "provider_not_configured": "no model provider is configured (chat needs one)",
-    "config_invalid": "the config file or an environment variable has a bad value",
-    "missing_extra": "an optional dependency is not installed; the message names the pip install",
-    "store_not_found": "the database file does not exist yet",
-    "io_error": "a file could not be read or written",
-}
-
 #: Error code -> exit status.
 EXIT_STATUS: dict[str, int] = {
+    # 1: failed for a reason stellate cannot name more precisely (also reported as events).
+    "stellate_error": EXIT_INTERNAL,
+    "unexpected_error": EXIT_INTERNAL,
+    "hook_failed": EXIT_INTERNAL,
     # 2: the command can never work as typed; fix it.
     "usage_error": 2,
+    "unsupported": 2,
+    "tool_name_taken": 2,
+    "skill_name_taken": 2,
     "config_invalid": 2,
     "adapter_not_found": 2,
     "tool_not_found": 2,
@@ -80,6 +77,8 @@ EXIT_STATUS: dict[str, int] = {
     "llm_error": 9,
     "provider_error": 9,
     "context_too_large": 9,
+    "compress_failed": 9,
+    "consolidation_failed": 9,
     # 10: the session is read-only.
     "session_archived": 10,
     # 11: the store failed otherwise.

@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import AsyncIterator, Collection, Mapping
 from dataclasses import dataclass, field
 
-from stellate.agent import Agent, Reflector
+from stellate.agent import Agent
 from stellate.cli.console import Consoles
 from stellate.cli.database import Database, open_database
 from stellate.cli.providers import ProviderSettings, adapter_or_placeholder
@@ -71,7 +71,6 @@ class Invocation:
             profiles=fork_profiles(self.config()),
             builtin_tools=builtin_tools,
             consolidate_on_archive=configured,
-            reflector=Reflector(llm) if configured else None,
         )
 
     @contextlib.asynccontextmanager

@@ -1,5 +1,7 @@
-"""How the command draws things: the forest as a tree, digests as a table, log events, contexts, and turns
-as they stream."""
+"""How the command draws things.
+
+The forest as a tree, digests as a table, log events one per line, contexts, and turns as they stream.
+"""
 
 from __future__ import annotations
 
@@ -24,13 +26,18 @@ from stellate.engine.events import (
 from stellate.log.events import Event
 from stellate.log.messages import AssistantMessage, Message, ToolMessage
 
-__all__ = ["TurnPrinter", "clip", "context_table", "digest_table", "event_line", "forest_tree"]
+__all__ = ["TurnPrinter", "clip", "plural", "context_table", "digest_table", "event_line", "forest_tree"]
 
 
 def clip(text: str | None, width: int = 100) -> str:
     """``text`` on one line, cut to ``width`` characters."""
     flat = " ".join((text or "").split())
     return flat if len(flat) <= width else flat[: width - 1] + "…"
+
+
+def plural(count: int, noun: str) -> str:
+    """``1 turn``, ``2 turns``."""
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def forest_tree(
@@ -51,7 +58,7 @@ def _node_label(node: TopologyNode, digest: SessionDigest | None, is_current: bo
         (node.label or "(no label)", "bold"),
         "  ",
         (node.id, "dim"),
-        f"  {node.turn_count} turn{'s' if node.turn_count != 1 else ''}",
+        f"  {plural(node.turn_count, 'turn')}",
     )
     if node.status != "active":
         label.append(f"  [{node.status}]", style="yellow")
@@ -70,14 +77,18 @@ def digest_table(digests: Iterable[SessionDigest]) -> Table:
     for column in ("id", "label", "status", "turns", "memory", "insight"):
         table.add_column(column, overflow="fold" if column in ("memory", "insight") else "ellipsis")
     for d in digests:
-        table.add_row(d.id, d.label, d.status, str(d.turn_count), clip(d.memory, 60), clip(d.insight, 40))
+        cells = (d.id, d.label, d.status, str(d.turn_count), clip(d.memory, 60), clip(d.insight, 40))
+        table.add_row(*(Text(cell) for cell in cells))  # Text: model output is not rich markup
     return table
 
 
 def event_line(event: Event) -> Text:
     """One log event on one line: seq, type and what it carries."""
-    return Text.assemble((f"{event.seq:>5}  ", "dim"), (f"{event.type:<18}", _TYPE_STYLES.get(event.type, "")), " ") + (
-        Text(clip(_event_summary(event), 110))
+    return Text.assemble(
+        (f"{event.seq:>5}  ", "dim"),
+        (f"{event.type:<18}", _TYPE_STYLES.get(event.type, "")),
+        " ",
+        clip(_event_summary(event), 110),  # a plain str in assemble is not parsed as markup
     )
 
 
@@ -114,7 +125,7 @@ def context_table(messages: Sequence[Message]) -> Table:
     table.add_column("role")
     table.add_column("content", overflow="fold")
     for index, message in enumerate(messages):
-        table.add_row(str(index), message.role, _message_text(message))
+        table.add_row(str(index), message.role, Text(_message_text(message)))
     return table
 
 
@@ -150,6 +161,10 @@ class TurnPrinter:
             self._line(Text(f"    ↳ {clip(event.content, 140)}", style=style))
         elif isinstance(event, TurnFinished) and event.result.reason != "completed":
             self._line(Text(f"(turn {event.result.turn} ended: {event.result.reason})", style="yellow"))
+
+    def finish(self) -> None:
+        """End a line left open by streamed text."""
+        self._end_line()
 
     def _write(self, text: Text) -> None:
         self.console.print(text, end="", soft_wrap=True)

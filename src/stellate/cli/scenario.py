@@ -1,5 +1,4 @@
-"""The study-abroad planner (seed 000's profiles): one scenario shared by ``stellate demo`` and
-``examples/study_abroad.py``.
+"""The study-abroad planner (seed 000's profiles), shared by ``stellate demo`` and ``examples/study_abroad.py``.
 
 A planner session hears the goal, then splits the work: the model itself calls ``create_session`` to
 open a branch per region (profile ``region-expert``, its prompt built by ``system_prompt_fn`` from

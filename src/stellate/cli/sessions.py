@@ -54,7 +54,9 @@ def _add_fork_parser(
     fork_parser.add_argument("id", help="source session id")
     fork_parser.add_argument("--label", required=True, help="the child's label")
     point = fork_parser.add_mutually_exclusive_group()
-    point.add_argument("--boundary", type=int, metavar="SEQ", help="inherit events 0..SEQ exactly (refused inside a turn)")
+    point.add_argument(
+        "--boundary", type=int, metavar="SEQ", help="inherit events 0..SEQ exactly (refused inside a turn)"
+    )
     point.add_argument("--at", type=int, metavar="SEQ", help="inherit up to the end of the turn holding SEQ")
     fork_parser.set_defaults(handler=fork)
 
@@ -108,7 +110,7 @@ def _record_grid(record: SessionRecord, memory: str | None, insight: str | None)
         "insight": clip(insight, 200) or "-",
     }
     for name, value in rows.items():
-        grid.add_row(name, value)
+        grid.add_row(name, Text(value))
     return grid
 
 
@@ -129,7 +131,9 @@ async def import_(inv: Invocation) -> int:
         await _dry_run(path)  # so a bad file does not leave a new, empty database behind
     async with inv.open(create=True) as (store, _):
         with progress_bar(inv.consoles.err, f"importing {path.name}") as progress:
-            record = await import_session(store, path, session_id=SessionId(new_id) if new_id else None, progress=progress)
+            record = await import_session(
+                store, path, session_id=SessionId(new_id) if new_id else None, progress=progress
+            )
     inv.consoles.out.print(f"imported {record.id} ({record.label or 'no label'}, {record.next_seq} events) from {path}")
     return 0
 
@@ -148,8 +152,10 @@ async def fork(inv: Invocation) -> int:
         at_seq = args.boundary if args.boundary is not None else args.at
         options = ForkOptions(label=args.label, context="inherit", at_seq=at_seq)
         child = await store.get_session(SessionId((await agent.fork_session(args.id, options)).id))
-    inherited = f"at seq {child.fork_seq} ({child.inherited} events inherited)" if child.fork_seq is not None else (
-        "with no inherited events (the source has no completed turn)"
+    inherited = (
+        f"at seq {child.fork_seq} ({child.inherited} events inherited)"
+        if child.fork_seq is not None
+        else "with no inherited events (the source has no completed turn)"
     )
     inv.consoles.out.print(f"forked {child.id} ({args.label}) from {args.id} {inherited}")
     return 0

@@ -118,8 +118,11 @@ def load_config(flag: str | None, env: Mapping[str, str]) -> ConfigFile:
 
 
 def resolve_provider(flags: ProviderFlags, env: Mapping[str, str], file: ConfigFile) -> ProviderSettings:
-    """Merge the three layers, flag > environment > file; with no provider named anywhere, a provider whose
-    API-key variable is set is used (the first of ``openai``, ``deepseek``, ``anthropic``)."""
+    """Merge the three layers: flag > environment > file.
+
+    With no provider named anywhere, a provider whose API-key variable is set is used (the first of
+    ``openai``, ``deepseek``, ``anthropic``).
+    """
     provider = flags.provider or env.get("STELLATE_PROVIDER") or file.provider or _provider_from_keys(env)
     spec = PROVIDERS.get(provider or "")
     vendor_key = env.get(spec.key_env) if spec is not None and spec.key_env else None

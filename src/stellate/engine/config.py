@@ -78,3 +78,5 @@ class ForkOptions(SessionConfig):
     """Id for the child (default: a new one)."""
     at_seq: int | None = None
     """With ``inherit``: fork at the turn holding this seq (a clicked message) instead of the latest one."""
+    boundary: int | None = None
+    """With ``inherit``: fork at exactly this seq, refused (``open_turn``, ``invalid_boundary``) if unsafe."""

@@ -242,6 +242,7 @@ class Session:
         runtime: SessionRuntime | None = None,
         config: dict[str, object] | None = None,
         at_seq: int | None = None,
+        boundary: int | None = None,
     ) -> Session:
         """Create a child session; memory and insight are never copied.
 
@@ -256,18 +257,17 @@ class Session:
             runtime: The child's runtime (default: this session's).
             config: Frozen configuration recorded in the child.
             at_seq: With ``inherit``, fork at the turn holding this seq (a clicked message; see `Anchor`).
+            boundary: With ``inherit``, fork at exactly this seq (see `Boundary`); never adjusted.
 
         Raises:
             ForkError: ``child_exists``, ``fork_unavailable``, ``invalid_boundary`` (see the store's rules).
         """
         events = _opening_events(label, system_prompt, config)
         fork: ForkRequest | None = None
+        if (at_seq is not None or boundary is not None) and context != "inherit":
+            raise UsageError("at_seq and boundary choose a point of inherited history: use them with context='inherit'")
         if context == "inherit":
-            fork = (
-                ForkRequest(source_id=self.id, point=Anchor(at_seq=at_seq))
-                if at_seq is not None
-                else self._inherit_request()
-            )
+            fork = self._inherit_request(at_seq, boundary)
         elif callable(context):
             selected = context(await self.messages())
             chosen = await selected if inspect.isawaitable(selected) else selected
@@ -289,7 +289,11 @@ class Session:
         )
         return await Session._open(self.store, record, runtime or self.runtime)
 
-    def _inherit_request(self) -> ForkRequest | None:
+    def _inherit_request(self, at_seq: int | None, boundary: int | None) -> ForkRequest | None:
+        if boundary is not None:
+            return ForkRequest(source_id=self.id, point=Boundary(seq=boundary))
+        if at_seq is not None:
+            return ForkRequest(source_id=self.id, point=Anchor(at_seq=at_seq))
         cursor = self.history.cursor
         if cursor.turn_open:
             return ForkRequest(source_id=self.id, point=CompletedTurn())

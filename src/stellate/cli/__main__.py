@@ -1,0 +1,5 @@
+"""``python -m stellate.cli``."""
+
+from stellate.cli import main
+
+raise SystemExit(main())

@@ -1,0 +1,43 @@
+from __future__ import annotations
+
+import subprocess
+import sys
+from importlib.metadata import entry_points
+
+from cli_support import Run, run_process
+
+from stellate import __version__
+
+
+def test_version_and_help_exit_zero(cli: Run) -> None:
+    assert cli("--help").status == 0
+    result = cli("--version")
+    assert result.status == 0 and __version__ in result.out
+
+
+def test_an_unknown_command_is_one_line_with_the_usage_status(cli: Run) -> None:
+    result = cli("fly")
+    assert result.status == 2
+    assert result.err.count("\n") == 1 and "[usage_error]" in result.err
+
+
+def test_a_missing_argument_is_a_usage_error(cli: Run) -> None:
+    result = cli("sessions", "fork", "s-1")
+    assert result.status == 2 and "--label" in result.err
+
+
+def test_python_dash_m_runs_the_command() -> None:
+    result = run_process("--version")
+    assert result.status == 0 and f"stellate {__version__}" in result.out
+
+
+def test_the_entry_point_is_declared() -> None:
+    [script] = [e for e in entry_points(group="console_scripts") if e.name == "stellate"]
+    assert script.value == "stellate.cli:main"
+
+
+def test_without_rich_the_command_names_the_extra_to_install() -> None:
+    code = "import sys; sys.modules['rich'] = None; from stellate.cli import main; sys.exit(main(['db', 'path']))"
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 78
+    assert 'pip install "stellate[cli]"' in done.stderr and done.stderr.count("\n") == 1

@@ -1,0 +1,123 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from cli_support import Forest, Run, events_of, run_process
+
+from stellate.cli.exit_codes import EXIT_STATUS
+
+
+@pytest.fixture
+def scripted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Drive chat with the hidden scripted provider; write replies to the returned file."""
+    script = tmp_path / "script.json"
+    script.write_text("[]")
+    monkeypatch.setenv("STELLATE_PROVIDER", "scripted")
+    monkeypatch.setenv("STELLATE_SCRIPT", str(script))
+    return script
+
+
+def _lines(*lines: str) -> str:
+    return "".join(line + "\n" for line in lines)
+
+
+def test_chat_without_a_provider_says_what_to_set_and_creates_nothing(cli: Run, db: Path) -> None:
+    result = cli("chat", stdin="hello\n")
+    assert result.status == EXIT_STATUS["provider_not_configured"]
+    assert result.err.count("\n") == 1 and "STELLATE_PROVIDER" in result.err and "OPENAI_API_KEY" in result.err
+    assert not db.exists()
+
+
+def test_chat_streams_replies_and_shows_tool_calls_and_the_branches_they_open(cli: Run, scripted: Path) -> None:
+    fork_call = {"name": "create_session", "arguments": {"label": "Visas", "profile": "researcher"}}
+    scripted.write_text(json.dumps(["Hello there.", {"text": "Branching.", "tool_calls": [fork_call]}, "Done."]))
+    result = cli("chat", stdin=_lines("hi", "plan visas", "/tree", "/quit"))
+    assert result.status == 0, result.err
+    assert "assistant › Hello there." in result.out
+    assert "⚙ create_session" in result.out and "new branch 'Visas'" in result.out
+    assert "↳ Created session" in result.out and "assistant › Done." in result.out
+    tree = result.out.split("/tree", 1)[1]
+    assert "Chat" in tree and "◀ current" in tree and "Visas" in tree
+
+
+def test_chat_resumes_the_last_session(cli: Run, scripted: Path, db: Path) -> None:
+    first = cli("chat", stdin=_lines("hi"))
+    session = first.out.split()[1]
+    assert (db.parent / "stellate.db.state.json").exists()
+    second = cli("chat", stdin=_lines("again"))
+    assert second.out.split()[1] == session and "1 turn" in second.out.splitlines()[0]
+    assert [data for _, kind, data in events_of(db, session) if kind == "user/message"] == [
+        {"content": "hi"},
+        {"content": "again"},
+    ]
+
+
+def test_fork_switches_into_the_branch_and_switch_goes_back(cli: Run, scripted: Path, db: Path) -> None:
+    result = cli("chat", stdin=_lines("hi", "/fork Side --at 2", "in the branch", "/quit"))
+    assert result.status == 0, result.err
+    sessions = [line.split()[1] for line in result.out.splitlines() if line.startswith("session ")]
+    root, side = sessions
+    assert "Side" in result.out and len(events_of(db, side)) > len(events_of(db, root))
+    back = cli("chat", stdin=_lines(f"/switch {root}", "/quit"))
+    assert back.out.splitlines()[0].split()[1] == side  # resumed in the branch
+    assert f"session {root}" in back.out
+
+
+def test_an_insight_reaches_the_next_call_and_context_shows_it(cli: Run, scripted: Path) -> None:
+    result = cli(
+        "chat",
+        stdin=_lines("/insight Check the visa deadline", "hi", "/insight", "/context", "/memory noted", "/memory"),
+    )
+    assert result.status == 0, result.err
+    assert "insight pending: Check the visa deadline" in result.out
+    assert "insight pending: (none)" in result.out  # consumed by the successful call
+    context = result.out.split("/context", 1)[1]
+    assert "context of the model call" in context and "<insight>" in context and "Check the visa deadline" in context
+    assert context.count("memory: noted") == 2
+
+
+def test_consolidate_and_export(cli: Run, scripted: Path, tmp_path: Path) -> None:
+    scripted.write_text(json.dumps(["Hi.", "The user said hi."]))
+    target = tmp_path / "chat.jsonl"
+    result = cli("chat", stdin=_lines("hi", "/consolidate", f"/export {target}", "/help"))
+    assert result.status == 0, result.err
+    assert "memory: The user said hi." in result.out and "exported" in result.out
+    assert target.read_text().count("\n") > 5 and "/fork LABEL" in result.out
+
+
+def test_a_failing_line_is_reported_and_the_chat_goes_on(cli: Run, scripted: Path) -> None:
+    scripted.write_text(json.dumps([{"error": "the provider is down"}, "Back again."]))
+    stdin = _lines("hi", "/bogus", "/switch s-nope", "/fork X --profile nope", "/fork", "hello")
+    result = cli("chat", stdin=stdin)
+    assert result.status == 0
+    errors = result.err.splitlines()
+    assert [line.rsplit("[", 1)[1] for line in errors] == [
+        "provider_error]",
+        "usage_error]",
+        "session_not_found]",
+        "profile_not_found]",
+        "usage_error]",
+    ]
+    assert "assistant › Back again." in result.out
+
+
+def test_chat_in_an_unknown_session_is_not_found(cli: Run, scripted: Path, forest: Forest, db: Path) -> None:
+    result = cli("chat", "--session", "s-nope")
+    assert result.status == EXIT_STATUS["session_not_found"] and result.err.count("\n") == 1
+    fresh = cli("chat", "--session", "s-nope", "--db", "other.db")
+    assert fresh.status == EXIT_STATUS["session_not_found"] and not Path("other.db").exists()
+
+
+def test_the_provider_flag_beats_the_environment(cli: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STELLATE_PROVIDER", "openai")  # no key: would stop chat
+    result = cli("chat", "--provider", "scripted", stdin="hi\n")
+    assert result.status == 0 and "(scripted) you said: hi" in result.out
+
+
+def test_chat_end_to_end_in_a_child_process(scripted: Path, forest: Forest) -> None:
+    result = run_process("chat", "--session", forest.child, stdin=_lines("where am I?", "/quit"))
+    assert result.status == 0, result.err
+    assert f"session {forest.child} · Child" in result.out
+    assert "(scripted) you said: where am I?" in result.out

@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+import sqlite3
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cli_support import Forest, Run, run_process, session_ids
+
+from stellate.cli.exit_codes import EXIT_STATUS
+from stellate.store.sqlite import MIGRATIONS
+
+
+def test_db_path_follows_flag_then_env_then_default(cli: Run, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert cli("db", "path").out.strip() == str(tmp_path / "stellate.db")
+    monkeypatch.setenv("STELLATE_DB", str(tmp_path / "env.db"))
+    assert cli("db", "path").out.strip() == str(tmp_path / "env.db")
+    assert cli("db", "path", "--db", "flag.db").out.strip() == str(tmp_path / "flag.db")
+    assert cli("--db", "top.db", "db", "path").out.strip() == str(tmp_path / "top.db")
+
+
+def test_migrate_creates_then_reports_up_to_date(cli: Run, db: Path) -> None:
+    created = cli("db", "migrate")
+    assert created.status == 0 and "created" in created.out and db.exists()
+    again = cli("db", "migrate")
+    assert again.status == 0 and "up to date" in again.out
+
+
+def _schema_zero(db: Path) -> None:
+    with sqlite3.connect(db) as conn:
+        conn.execute("CREATE TABLE stellate_schema (version INTEGER NOT NULL)")
+        conn.execute("CREATE TABLE unrelated (x INTEGER)")
+
+
+def test_a_database_behind_the_schema_waits_for_migrate(cli: Run, db: Path) -> None:
+    _schema_zero(db)
+    refused = cli("sessions", "tree")
+    assert refused.status == EXIT_STATUS["schema_behind"] and "stellate db migrate" in refused.err
+    migrated = cli("db", "migrate")
+    assert migrated.status == 0 and f"migrated {db} to schema {len(MIGRATIONS)}" in migrated.out
+    assert cli("sessions", "tree").status == 0
+
+
+def test_a_database_from_a_newer_stellate_is_refused_and_left_alone(cli: Run, forest: Forest, db: Path) -> None:
+    with sqlite3.connect(db) as conn:
+        conn.execute("INSERT INTO stellate_schema (version) VALUES (?)", (len(MIGRATIONS) + 1,))
+    content = db.read_bytes()
+    for argv in (("sessions", "tree"), ("sessions", "fork", forest.root, "--label", "X"), ("db", "migrate")):
+        result = cli(*argv)
+        assert result.status == EXIT_STATUS["schema_too_new"], argv
+        assert result.err.count("\n") == 1 and "[schema_too_new]" in result.err
+    with sqlite3.connect(db) as conn:
+        assert conn.execute("SELECT COUNT(*) FROM sessions").fetchone() == (2,)
+    assert len(db.read_bytes()) == len(content)
+
+
+def test_a_database_locked_by_another_process_is_refused_and_nothing_written(forest: Forest, db: Path) -> None:
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sqlite3, sys, time\n"
+            f"conn = sqlite3.connect({str(db)!r}, isolation_level=None)\n"
+            "conn.execute('BEGIN IMMEDIATE')\n"
+            "print('locked', flush=True)\n"
+            "sys.stdin.readline()\n",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "locked"
+        result = run_process("sessions", "fork", forest.root, "--label", "X")
+    finally:
+        holder.communicate("done\n", timeout=10)
+    assert result.status == EXIT_STATUS["store_locked"]
+    assert result.err.count("\n") == 1 and "[store_locked]" in result.err
+    assert len(session_ids(db)) == 2
