@@ -1,0 +1,94 @@
+"""Imports point down the layers of DESIGN.md §1, never up; the core imports no optional extra."""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import stellate
+
+SRC = Path(stellate.__file__).resolve().parent
+SHARED = {"errors", "_version"}
+ALLOWED: dict[str, set[str]] = {
+    "log": set(),
+    "store": {"log"},
+    "llm": {"log"},
+    "session": {"log", "store", "llm"},
+    "engine": {"log", "store", "llm", "session"},
+    "agent": {"log", "store", "llm", "session", "engine"},
+    "testing": {"log", "store", "llm"},
+    "sync": {"log", "store", "llm", "session", "engine", "agent"},
+    "cli": {"log", "store", "llm", "session", "engine", "agent", "sync"},
+}
+
+
+def stellate_imports(path: Path) -> set[str]:
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+        if isinstance(node, ast.Import):
+            names = [alias.name for alias in node.names]
+        for name in names:
+            parts = name.split(".")
+            if parts[0] == "stellate" and len(parts) > 1:
+                found.add(parts[1])
+    return found
+
+
+def test_every_layer_imports_only_layers_below_it() -> None:
+    violations = []
+    for path in SRC.rglob("*.py"):
+        relative = path.relative_to(SRC)
+        layer = relative.parts[0].removesuffix(".py")
+        if layer in SHARED or layer == "__init__":
+            continue
+        assert layer in ALLOWED, f"{relative} is in no known layer"
+        for imported in stellate_imports(path) - SHARED - {layer}:
+            if imported not in ALLOWED[layer]:
+                violations.append(f"{relative} imports stellate.{imported}")
+    assert violations == []
+
+
+def test_core_import_loads_no_optional_extra() -> None:
+    code = (
+        "import sys, stellate, stellate.sync, stellate.store, stellate.llm;"
+        "print(sorted(m for m in ('httpx', 'psycopg', 'psycopg_pool', 'tiktoken', 'llama_cpp', 'rich') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+    assert out == "[]"
+
+
+def test_top_level_exports_only_the_facade() -> None:
+    assert sorted(stellate.__all__) == sorted(
+        [
+            "Agent",
+            "ArchivedError",
+            "ConflictError",
+            "ForkError",
+            "ForkOptions",
+            "ForkProfile",
+            "FormatError",
+            "InvariantError",
+            "LLMError",
+            "NotFoundError",
+            "ProviderError",
+            "Reflector",
+            "SchemaError",
+            "SessionConfig",
+            "SessionDigest",
+            "SplitGuard",
+            "StellateError",
+            "StoreError",
+            "ToolContext",
+            "ToolResult",
+            "TopologyNode",
+            "UsageError",
+            "__version__",
+            "load_skills",
+            "tool",
+        ]
+    )
+    for name in stellate.__all__:
+        assert getattr(stellate, name) is not None
