@@ -43,7 +43,7 @@ from stellate.log.messages import Message
 from stellate.session.prompts import default_compress_fn, default_consolidate_fn
 from stellate.session.session import Session
 from stellate.session.types import Durability, Language, SessionRuntime
-from stellate.store import BaseStore, SessionId, open_store
+from stellate.store import BaseStore, SessionId, SessionRecord, open_store
 
 __all__ = ["Agent"]
 
@@ -206,7 +206,7 @@ class Agent:
             child = await self._fork(source_id, options)
         return await self.get_session_digest(child.id)
 
-    async def _fork(self, source_id: str, options: ForkOptions) -> Session:
+    async def _fork(self, source_id: str, options: ForkOptions) -> SessionRecord:
         source = await self._source(source_id)
         source._check_writable()
         if options.profile is not None and options.profile not in self.registries.profiles:
@@ -227,19 +227,18 @@ class Agent:
         if context == "compress":
             system_prompt, context = await self._compressed_context(source, plan.config), "none"
         config = _overlay(plan.config, None, system_prompt)
-        child = await source.fork(
+        child = await source.fork_record(
             label=options.label,
             context=context,
             prompt=plan.prompt,
             system_prompt=system_prompt,
             session_id=SessionId(options.session_id) if options.session_id else None,
             parent_id=SessionId(plan.topology_parent_id),
-            runtime=self._runtime(config),
             config=frozen_config(config, self.registries, profile=plan.profile, profile_vars=options.profile_vars),
             at_seq=options.at_seq,
             boundary=options.boundary,
         )
-        self._remember(child, config)
+        self._live[child.id] = config  # the child opens (reads its log) on first use, so a fork stays O(1)
         await source._write(
             [make_event("session/forked", {"child_id": child.id, "turn": source.history.cursor.last_turn})],
             check_writable=False,

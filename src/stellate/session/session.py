@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 from stellate.errors import ArchivedError, ConflictError, ForkError, NotFoundError, UsageError
 from stellate.llm.tokens import default_token_counter
@@ -230,7 +231,16 @@ class Session:
 
     # -- fork ------------------------------------------------------------------------------------
 
-    async def fork(
+    async def fork(self, *, runtime: SessionRuntime | None = None, **options: Any) -> Session:
+        """Create a child session and open it; takes the arguments of `fork_record`.
+
+        Opening reads the child's whole log (inherited prefix included); when only the id matters, use
+        `fork_record`, whose cost does not depend on the history's length.
+        """
+        record = await self.fork_record(**options)
+        return await Session._open(self.store, record, runtime or self.runtime)
+
+    async def fork_record(
         self,
         *,
         label: str,
@@ -239,12 +249,11 @@ class Session:
         system_prompt: str | None = None,
         session_id: SessionId | None = None,
         parent_id: SessionId | None = None,
-        runtime: SessionRuntime | None = None,
         config: dict[str, object] | None = None,
         at_seq: int | None = None,
         boundary: int | None = None,
-    ) -> Session:
-        """Create a child session; memory and insight are never copied.
+    ) -> SessionRecord:
+        """Create a child session and return its record; memory and insight are never copied.
 
         Args:
             label: The child's label (its identity line).
@@ -254,7 +263,6 @@ class Session:
             system_prompt: The child's system prompt (None: none; the engine's merge chain decides it).
             session_id: The child's id (default: a new one).
             parent_id: Topology parent (default: this session).
-            runtime: The child's runtime (default: this session's).
             config: Frozen configuration recorded in the child.
             at_seq: With ``inherit``, fork at the turn holding this seq (a clicked message; see `Anchor`).
             boundary: With ``inherit``, fork at exactly this seq (see `Boundary`); never adjusted.
@@ -287,7 +295,7 @@ class Session:
             events=events,
             source_id=self.id if fork is None and context != "none" else None,
         )
-        return await Session._open(self.store, record, runtime or self.runtime)
+        return record
 
     def _inherit_request(self, at_seq: int | None, boundary: int | None) -> ForkRequest | None:
         if boundary is not None:
