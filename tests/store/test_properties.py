@@ -125,7 +125,10 @@ class LogMachine(RuleBasedStateMachine):
         if events:
             self.run(self.store.append(sid, events))
 
-    @rule(data=st.data(), content=st.text(max_size=5))
+    @rule(
+        data=st.data(),
+        content=st.text(st.characters(exclude_categories=("Cs",), exclude_characters="\x00"), max_size=5),
+    )
     def slot_event(self, data: st.DataObject, content: str) -> None:
         sid = data.draw(st.sampled_from(self.sessions))
         self.run(self.store.append(sid, [make_event("memory/put", {"content": content})]))

@@ -87,8 +87,7 @@ def advance(cursor: Cursor, event: Event) -> Cursor:
     if event.seq != cursor.next_seq:
         raise _refuse(event, f"expected seq {cursor.next_seq}")
     rule = _RULES.get(event.type)
-    after = rule(cursor, event) if rule is not None else cursor
-    return replace(after, next_seq=event.seq + 1)
+    return rule(cursor, event) if rule is not None else replace(cursor, next_seq=event.seq + 1)
 
 
 def check_log(events: Iterable[Event], cursor: Cursor | None = None) -> Cursor:
@@ -108,7 +107,7 @@ def _turn_start(cursor: Cursor, event: Event) -> Cursor:
         raise _refuse(event, f"turn {cursor.last_turn} is still open; turns never nest")
     if event.data["turn"] != cursor.last_turn + 1:
         raise _refuse(event, f"next turn must be numbered {cursor.last_turn + 1}")
-    return replace(cursor, last_turn=cursor.last_turn + 1, turn_open=True, step=0)
+    return replace(cursor, next_seq=event.seq + 1, last_turn=cursor.last_turn + 1, turn_open=True, step=0)
 
 
 def _turn_end(cursor: Cursor, event: Event) -> Cursor:
@@ -116,7 +115,7 @@ def _turn_end(cursor: Cursor, event: Event) -> Cursor:
         raise _refuse(event, f"turn {event.data['turn']} is not the open turn")
     if cursor.step_open:
         raise _refuse(event, f"step {cursor.step} is still open")
-    return replace(cursor, turn_open=False, step=0)
+    return replace(cursor, next_seq=event.seq + 1, turn_open=False, step=0)
 
 
 def _step_start(cursor: Cursor, event: Event) -> Cursor:
@@ -127,7 +126,14 @@ def _step_start(cursor: Cursor, event: Event) -> Cursor:
     if event.data["step"] != cursor.step + 1:
         raise _refuse(event, f"next step must be numbered {cursor.step + 1}")
     return replace(
-        cursor, step=cursor.step + 1, step_open=True, step_replied=False, requested=(), started=(), answered=()
+        cursor,
+        next_seq=event.seq + 1,
+        step=cursor.step + 1,
+        step_open=True,
+        step_replied=False,
+        requested=(),
+        started=(),
+        answered=(),
     )
 
 
@@ -136,7 +142,9 @@ def _step_end(cursor: Cursor, event: Event) -> Cursor:
         raise _refuse(event, "not the open step")
     if cursor.unanswered:
         raise _refuse(event, f"tool calls without a result: {', '.join(cursor.unanswered)}")
-    return replace(cursor, step_open=False, step_replied=False, requested=(), started=(), answered=())
+    return replace(
+        cursor, next_seq=event.seq + 1, step_open=False, step_replied=False, requested=(), started=(), answered=()
+    )
 
 
 def _assistant_message(cursor: Cursor, event: Event) -> Cursor:
@@ -144,14 +152,14 @@ def _assistant_message(cursor: Cursor, event: Event) -> Cursor:
     if not cursor.turn_open:
         if calls:
             raise _refuse(event, "tool calls are only allowed inside a step")
-        return cursor
+        return replace(cursor, next_seq=event.seq + 1)
     if not cursor.step_open:
         raise _refuse(event, "inside a turn, an assistant message belongs to a step")
     if cursor.step_replied:
         raise _refuse(event, "a step holds one assistant message (one model call)")
     if len(set(calls)) != len(calls):
         raise _refuse(event, "duplicate tool call ids")
-    return replace(cursor, step_replied=True, requested=calls)
+    return replace(cursor, next_seq=event.seq + 1, step_replied=True, requested=calls)
 
 
 def _tool_call(cursor: Cursor, event: Event) -> Cursor:
@@ -159,13 +167,13 @@ def _tool_call(cursor: Cursor, event: Event) -> Cursor:
     _require_requested(cursor, event, call_id)
     if call_id in cursor.started:
         raise _refuse(event, f"tool call {call_id} was already started")
-    return replace(cursor, started=(*cursor.started, call_id))
+    return replace(cursor, next_seq=event.seq + 1, started=(*cursor.started, call_id))
 
 
 def _tool_result(cursor: Cursor, event: Event) -> Cursor:
     call_id = event.data["call_id"]
     _require_requested(cursor, event, call_id)
-    return replace(cursor, answered=(*cursor.answered, call_id))
+    return replace(cursor, next_seq=event.seq + 1, answered=(*cursor.answered, call_id))
 
 
 def _require_requested(cursor: Cursor, event: Event, call_id: str) -> None:
@@ -180,7 +188,7 @@ def _require_requested(cursor: Cursor, event: Event, call_id: str) -> None:
 def _user_message(cursor: Cursor, event: Event) -> Cursor:
     if cursor.step_open:
         raise _refuse(event, "a user message cannot interrupt a step")
-    return cursor
+    return replace(cursor, next_seq=event.seq + 1)
 
 
 def _context_imported(cursor: Cursor, event: Event) -> Cursor:
@@ -190,7 +198,7 @@ def _context_imported(cursor: Cursor, event: Event) -> Cursor:
         check_messages_pairing(event.data["messages"])
     except (KeyError, TypeError, ValueError) as exc:
         raise _refuse(event, f"imported messages are not a valid transcript: {exc}") from exc
-    return cursor
+    return replace(cursor, next_seq=event.seq + 1)
 
 
 def _compaction(cursor: Cursor, event: Event) -> Cursor:
@@ -198,7 +206,7 @@ def _compaction(cursor: Cursor, event: Event) -> Cursor:
         raise _refuse(event, "compaction cannot happen inside a step")
     if not 0 <= event.data["through_seq"] < event.seq:
         raise _refuse(event, "through_seq must name an earlier event")
-    return cursor
+    return replace(cursor, next_seq=event.seq + 1)
 
 
 def check_messages_pairing(messages: list[Any]) -> None:

@@ -1,0 +1,119 @@
+"""Smoke runs of every benchmark case at tiny sizes, so `python -m bench` keeps working.
+
+Each case checks its own results (message counts, replies, fork lineage); these tests add that it returns
+timings of the expected shape. The peers' cases need the ``bench`` extra and the B5 cases need PostgreSQL:
+outside CI a missing one skips with its reason; under ``CI=true`` it fails, since CI installs the extra and
+starts the server.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from bench.common import pg_problem
+from bench.report import Tables, aggregate, render
+from bench.run import missing
+from bench.targets import verdicts
+from bench.worker import RESULT_PREFIX, run_case
+
+from bench import plan
+
+ROOT = Path(__file__).resolve().parents[2]
+IN_CI = os.environ.get("CI", "").lower() == "true"
+CASES = plan.cases(plan.SMOKE, {"B1", "B2", "B3", "B4", "B5"})
+
+
+def _id(case: plan.Case) -> str:
+    label = next(iter(case.rows.values()))
+    return f"{case.bench}-{case.case}-{case.x}-{label}"
+
+
+def _require(case: plan.Case) -> None:
+    reason = missing(case, no_peers=False)
+    if reason is None:
+        return
+    if IN_CI:
+        pytest.fail(f"{_id(case)} cannot run under CI=true: {reason}", pytrace=False)
+    pytest.skip(reason)
+
+
+def _check(case: plan.Case, result: dict[str, Any]) -> None:
+    for key in case.rows:
+        part = result[key] if key else result
+        assert part["ms"], part
+        assert all(t > 0 for t in part["ms"]), part["ms"]
+        if case.bench in ("B2", "B5-fork") and "bytes" in part:
+            assert part["bytes"] >= 0
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if not c.patched], ids=_id)
+def test_case_runs(case: plan.Case) -> None:
+    _require(case)
+    _check(case, run_case(case.spec()))
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.patched and not c.needs], ids=_id)
+def test_prototype_fixes_run_in_their_own_process(case: plan.Case) -> None:
+    """The prototypes monkeypatch stellate, so they never run inside the test process."""
+    command = [sys.executable, "-m", "bench.worker", json.dumps(case.spec())]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=100, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    line = [ln for ln in done.stdout.splitlines() if ln.startswith(RESULT_PREFIX)][-1]
+    _check(case, json.loads(line[len(RESULT_PREFIX) :]))
+
+
+def test_postgres_is_reachable_under_ci() -> None:
+    """B5 needs the server: under CI=true an unreachable one is a failure, never a skip."""
+    problem = pg_problem()
+    if problem is not None and not IN_CI:
+        pytest.skip(f"PostgreSQL unreachable: {problem}")
+    assert problem is None, f"PostgreSQL is required under CI=true: {problem}"
+
+
+def test_peer_extra_is_installed_under_ci() -> None:
+    """Under CI=true the peers' side must run: the ``bench`` extra is part of ``dev``."""
+    absent = [m for m in ("langgraph", "langgraph.checkpoint.sqlite", "agents") if importlib.util.find_spec(m) is None]
+    if absent and not IN_CI:
+        pytest.skip(f"bench extra not installed: {', '.join(absent)}")
+    assert not absent, f'missing {absent}: pip install -e ".[bench]"'
+
+
+def test_command_line_writes_the_tables(tmp_path: Path) -> None:
+    command = [sys.executable, "-m", "bench", "--smoke", "--only", "B4", "--out", str(tmp_path)]
+    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=100, check=False)
+    assert done.returncode == 0, done.stderr[-2000:]
+    text = (tmp_path / "smoke.md").read_text()
+    assert "stellate Agent.list_session_digests()" in text and "raw floor: SELECT * FROM sessions" in text
+    assert json.loads((tmp_path / "smoke.json").read_text())["errors"] == []
+
+
+def _samples(per_turn: dict[str, dict[int, float]]) -> dict[tuple[str, str, int], list[dict[str, Any]]]:
+    return {("B1", label, h): [{"ms": [ms]}] for label, by_h in per_turn.items() for h, ms in by_h.items()}
+
+
+def test_targets_judge_flatness_peers_and_floor() -> None:
+    flat = {plan.STELLATE: {100: 1.0, 10000: 1.4}, plan.LANGGRAPH: {10000: 400.0}, plan.RAW: {100: 0.5, 10000: 0.5}}
+    growing = {**flat, plan.STELLATE: {100: 1.0, 10000: 90.0}}
+    names = (
+        f"B1: per-turn flat, H=10,000 ≤ 1.5× H=100 ({plan.STELLATE})",
+        "B1: at H=10,000, ≥ 10× below the fastest peer",
+        "B1: within 3× of the raw floor (worst H)",
+    )
+    ok = {v.name: v.ok for v in verdicts(Tables(aggregate(_samples(flat))))}
+    bad = {v.name: v.ok for v in verdicts(Tables(aggregate(_samples(growing))))}
+    assert [ok[n] for n in names] == [True, True, True]
+    assert [bad[n] for n in names] == [False, False, False]
+
+
+def test_report_puts_ratios_of_the_same_run_next_to_the_cells() -> None:
+    samples = _samples({plan.STELLATE: {100: 2.0}, plan.LANGGRAPH: {100: 30.0}, plan.RAW: {100: 0.5}})
+    text = "\n".join(render(Tables(aggregate(samples))))
+    assert "| **ratio:** LangGraph / stellate | 15.0× |" in text
+    assert "| **ratio:** stellate / raw floor | 4.00× |" in text
