@@ -227,6 +227,7 @@ class Agent:
         if context == "compress":
             system_prompt, context = await self._compressed_context(source, plan.config), "none"
         config = _overlay(plan.config, None, system_prompt)
+        self._runtime(config)  # an unknown adapter name fails here, before anything is written
         child = await source.fork_record(
             label=options.label,
             context=context,
