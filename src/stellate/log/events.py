@@ -215,32 +215,45 @@ def validate_event(event: NewEvent | Event) -> str:
 def _lossless_json(data: object, event_type: str) -> str:
     if not isinstance(data, dict):
         raise FormatError(f"data of {event_type!r} must be a JSON object", type=event_type)
-    try:
-        text = json.dumps(data, allow_nan=False, ensure_ascii=False, separators=(",", ":"))
-    except (TypeError, ValueError) as exc:
-        raise FormatError(f"data of {event_type!r} is not lossless JSON: {exc}", type=event_type) from exc
-    if json.loads(text) != data:
-        raise FormatError(f"data of {event_type!r} does not survive a JSON round trip", type=event_type)
     problem = _unstorable(data)
     if problem:
-        raise FormatError(f"data of {event_type!r} holds {problem}", type=event_type)
-    return text
+        raise FormatError(f"data of {event_type!r} is not lossless JSON: it holds {problem}", type=event_type)
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+_JSON_TYPES = (str, dict, list, float, int, bool, type(None))
 
 
 def _unstorable(value: object) -> str | None:
-    """Values JSON accepts but a store cannot keep identically: -0.0, NUL characters, lone surrogates."""
-    if isinstance(value, float):
-        return "-0.0, which JSON cannot tell from 0" if value == 0.0 and math.copysign(1.0, value) < 0 else None
+    """What in ``value`` would not come back identical from a store, or None.
+
+    One walk instead of a dump-and-reload comparison: only plain JSON types pass (no tuples, sets or
+    non-string keys), and neither -0.0, NaN, infinities, NUL characters nor lone surrogates.
+    """
+    if type(value) not in _JSON_TYPES:
+        return f"a {type(value).__name__}, which is not a JSON type"
     if isinstance(value, str):
-        if "\x00" in value:
-            return "a NUL character, which PostgreSQL cannot store"
-        try:
-            value.encode("utf-8")
-        except UnicodeEncodeError:
-            return "a lone surrogate, which is not valid UTF-8"
-        return None
+        return _bad_text(value)
     if isinstance(value, dict):
-        return next((p for k, v in value.items() if (p := _unstorable(k) or _unstorable(v))), None)
+        for key, item in value.items():
+            problem = _bad_text(key) if type(key) is str else f"a non-string key {key!r}"
+            if problem or (problem := _unstorable(item)):
+                return problem
+        return None
     if isinstance(value, list):
-        return next((p for v in value if (p := _unstorable(v))), None)
+        return next((p for item in value if (p := _unstorable(item))), None)
+    if isinstance(value, float) and not math.isfinite(value):
+        return f"{value!r}, which JSON cannot encode"
+    if isinstance(value, float) and value == 0.0 and math.copysign(1.0, value) < 0:
+        return "-0.0, which JSON cannot tell from 0"
+    return None
+
+
+def _bad_text(text: str) -> str | None:
+    if "\x00" in text:
+        return "a NUL character, which PostgreSQL cannot store"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return "a lone surrogate, which is not valid UTF-8"
     return None

@@ -8,10 +8,11 @@ is small enough for a store to keep beside the session, so checking an append ne
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 from stellate.errors import InvariantError
+from stellate.log._copy import replacer
 from stellate.log.events import Event, JsonObject
 from stellate.log.messages import message_from_json
 
@@ -72,6 +73,9 @@ class Cursor:
             started=tuple(data["started"]),
             answered=tuple(data["answered"]),
         )
+
+
+replace = replacer(Cursor)
 
 
 def _refuse(event: Event, why: str) -> InvariantError:

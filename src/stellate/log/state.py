@@ -6,9 +6,10 @@ Slots are folded from a session's *own* events only: a fork inherits history, ne
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from stellate.log._copy import replacer
 from stellate.log.events import Event
 
 __all__ = ["SessionStatus", "Slots", "fold_slots"]
@@ -31,11 +32,17 @@ class Slots:
     """Time of the newest event, epoch ms."""
 
 
+replace = replacer(Slots)
+
+
 def fold_slots(slots: Slots, events: Iterable[Event]) -> Slots:
     """Apply ``events`` (a session's own) to ``slots``."""
+    newest = slots.last_activity
     for event in events:
-        slots = _apply(slots, event)
-    return slots
+        if event.type in _SLOT_TYPES:
+            slots = _apply(slots, event)
+        newest = max(newest, event.time)
+    return slots if newest == slots.last_activity else replace(slots, last_activity=newest)
 
 
 def _apply(slots: Slots, event: Event) -> Slots:
@@ -55,4 +62,19 @@ def _apply(slots: Slots, event: Event) -> Slots:
             slots = replace(slots, status="archived")
         case "config/frozen":
             slots = replace(slots, config=data["config"])
-    return replace(slots, last_activity=max(slots.last_activity, event.time))
+    return slots
+
+
+_SLOT_TYPES = frozenset(
+    {
+        "session/created",
+        "label/set",
+        "system_prompt/set",
+        "memory/put",
+        "insight/put",
+        "insight/consumed",
+        "insight/cleared",
+        "session/archived",
+        "config/frozen",
+    }
+)
