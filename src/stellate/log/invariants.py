@@ -39,6 +39,9 @@ class Cursor:
     """Call ids with a recorded ``tool/call``."""
     answered: tuple[str, ...] = ()
     """Call ids with a ``tool/result``."""
+    last_end_seq: int = -1
+    """Seq of the newest ``turn/end`` (-1 before the first): lets a store fork at the latest completed turn
+    without a query."""
 
     @property
     def unanswered(self) -> tuple[str, ...]:
@@ -57,6 +60,7 @@ class Cursor:
             "requested": list(self.requested),
             "started": list(self.started),
             "answered": list(self.answered),
+            "last_end_seq": self.last_end_seq,
         }
 
     @classmethod
@@ -72,6 +76,7 @@ class Cursor:
             requested=tuple(data["requested"]),
             started=tuple(data["started"]),
             answered=tuple(data["answered"]),
+            last_end_seq=data.get("last_end_seq", -1),
         )
 
 
@@ -119,7 +124,7 @@ def _turn_end(cursor: Cursor, event: Event) -> Cursor:
         raise _refuse(event, f"turn {event.data['turn']} is not the open turn")
     if cursor.step_open:
         raise _refuse(event, f"step {cursor.step} is still open")
-    return replace(cursor, next_seq=event.seq + 1, turn_open=False, step=0)
+    return replace(cursor, next_seq=event.seq + 1, turn_open=False, step=0, last_end_seq=event.seq)
 
 
 def _step_start(cursor: Cursor, event: Event) -> Cursor:

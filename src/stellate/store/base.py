@@ -25,6 +25,16 @@ from stellate.store.types import Anchor, Boundary, CompletedTurn, ForkRequest, S
 __all__ = ["BaseStore", "Store", "new_session_id"]
 
 
+def _marker_at_head(cursor: Cursor, types: tuple[str, ...]) -> Event | None:
+    """The newest turn marker of ``types`` in a log, known from its cursor (its seq only for ``turn/end``)."""
+    if cursor.turn_open and "turn/start" in types:
+        return Event(seq=-1, type="turn/start", time=0, data={"turn": cursor.last_turn})
+    if cursor.last_end_seq < 0 or "turn/end" not in types:
+        return None
+    turn = cursor.last_turn - 1 if cursor.turn_open else cursor.last_turn
+    return Event(seq=cursor.last_end_seq, type="turn/end", time=0, data={"turn": turn, "reason": "completed"})
+
+
 def new_session_id() -> SessionId:
     """A fresh, time-sortable session id."""
     return SessionId(f"s-{now_ms():012x}-{uuid.uuid4().hex[:12]}")
@@ -189,8 +199,12 @@ class BaseStore(abc.ABC):
         boundary = await self._resolve_boundary(source, fork)
         if boundary is None:
             return replace(record, source_id=source.id)
-        last_end = await self._last(source.id, ("turn/end",), boundary)
-        cursor = Cursor(next_seq=boundary + 1, last_turn=last_end.data["turn"] if last_end else 0)
+        last_end = await self._last(source, ("turn/end",), boundary)
+        cursor = Cursor(
+            next_seq=boundary + 1,
+            last_turn=last_end.data["turn"] if last_end else 0,
+            last_end_seq=last_end.seq if last_end else -1,
+        )
         return replace(record, source_id=source.id, fork_seq=boundary, inherited=boundary + 1, cursor=cursor)
 
     async def _resolve_boundary(self, source: SessionRecord, fork: ForkRequest) -> int | None:
@@ -198,27 +212,30 @@ class BaseStore(abc.ABC):
         if isinstance(point, Boundary):
             seq = point.seq
             in_range = isinstance(seq, int) and 0 <= seq < next_seq
-            marker = await self._last(source.id, ("turn/start", "turn/end"), seq) if in_range else None
+            marker = await self._last(source, ("turn/start", "turn/end"), seq) if in_range else None
             return check_explicit_boundary(seq, next_seq=next_seq, last_marker=marker)
         if isinstance(point, CompletedTurn):
-            return clip_to_completed_turn(await self._last(source.id, ("turn/end",), next_seq - 1))
+            return clip_to_completed_turn(await self._last(source, ("turn/end",), next_seq - 1))
         if not isinstance(point, Anchor):
             raise UsageError(f"not a fork point: {point!r}")
         at = point.at_seq
         marker = end = None
         if isinstance(at, int) and 0 <= at < next_seq:
-            marker = await self._last(source.id, ("turn/start", "turn/end"), at)
+            marker = await self._last(source, ("turn/start", "turn/end"), at)
             end = await self._first(source.id, ("turn/end",), at)
         return resolve_anchor(
             at,
             next_seq=next_seq,
             marker_at_anchor=marker,
             end_after_anchor=end,
-            last_turn_end=await self._last(source.id, ("turn/end",), next_seq - 1),
+            last_turn_end=await self._last(source, ("turn/end",), next_seq - 1),
         )
 
-    async def _last(self, session_id: SessionId, types: tuple[str, ...], at_or_before: int) -> Event | None:
-        found = await self.read_events(session_id, stop=at_or_before + 1, types=types, reverse=True, limit=1)
+    async def _last(self, source: SessionRecord, types: tuple[str, ...], at_or_before: int) -> Event | None:
+        """The last event of ``types`` at or before a seq; at the head it is read off the cursor (no query)."""
+        if at_or_before >= source.next_seq - 1:
+            return _marker_at_head(source.cursor, types)
+        found = await self.read_events(source.id, stop=at_or_before + 1, types=types, reverse=True, limit=1)
         return found[0] if found else None
 
     async def _first(self, session_id: SessionId, types: tuple[str, ...], at_or_after: int) -> Event | None:
@@ -310,7 +327,8 @@ class BaseStore(abc.ABC):
         record = await self.get_session(session_id)
         if not record.cursor.turn_open:
             return []
-        reply = await self._last(session_id, ("assistant/message",), record.next_seq - 1)
+        replies = await self.read_events(session_id, types=("assistant/message",), reverse=True, limit=1)
+        reply = replies[0] if replies else None
         names = {c["id"]: c["name"] for c in reply.data["tool_calls"]} if reply else {}
         tail = await self.read_events(session_id, reverse=True, limit=1)
         closers = repair_events(record.cursor, call_names=names, time=tail[0].time if tail else now_ms())
