@@ -368,3 +368,16 @@ async def test_concurrent_slot_write_from_another_object_is_rebased(store: BaseS
     events = await store.read_events(session.id)
     check_log(events)
     assert "insight/put" in [e.type for e in events]
+
+
+async def test_child_opened_from_its_source_in_memory_equals_a_cold_open(store: BaseStore) -> None:
+    llm = ScriptedLLM(default="ok")
+    parent = await Session.create(store, runtime(llm), label="P", system_prompt="sys")
+    for n in range(3):
+        await parent.send(f"q{n}")
+    warm = await parent.fork(label="Child", context="inherit", prompt="opening")
+    await warm.send("child question")
+    cold = await Session.load(store, warm.id, runtime(llm))
+    assert warm.context() == cold.context()
+    assert await warm.messages() == await cold.messages()
+    assert (warm.history.cursor, warm.history.slots) == (cold.history.cursor, cold.history.slots)

@@ -450,7 +450,11 @@ class Agent:
         store = await self.store()
         record = await store.get_session(SessionId(session_id))
         config = self._live.get(session_id) or self.registries.config_from_frozen(self.defaults, record.slots.config)
-        session = await Session.load(store, record.id, self._runtime(config))
+        source = self._sessions.get(record.source_id) if record.source_id and record.inherited else None
+        if source is not None and not record.cursor.turn_open:
+            session = await source.open_child(record, self._runtime(config))  # reuses the source's fold
+        else:
+            session = await Session.load(store, record.id, self._runtime(config))
         self._remember(session, None)
         return session
 

@@ -68,6 +68,16 @@ class TranscriptFold:
         self.summary: str | None = None
         self.summary_through_seq: int | None = None
 
+    def copy(self, weigh: Callable[[Message], int] | None = None) -> TranscriptFold:
+        """An independent fold in the same state (lists copied, messages shared: they are immutable)."""
+        twin = TranscriptFold(weigh if weigh is not None else self._weigh)
+        twin.kept_seqs, twin.kept, twin.kept_weights = list(self.kept_seqs), list(self.kept), list(self.kept_weights)
+        twin.kept_weight = self.kept_weight
+        twin.turn = list(self.turn) if self.turn is not None else None
+        twin.turn_has_output = self.turn_has_output
+        twin.summary, twin.summary_through_seq = self.summary, self.summary_through_seq
+        return twin
+
     def add(self, event: Event) -> None:
         """Absorb the next event of the log."""
         if event.type == "turn/start":

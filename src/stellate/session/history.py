@@ -39,6 +39,13 @@ class History:
         self.bounded_through: int | None = None
         """Set when compression failed: history at or before this seq is left out of the next call only."""
 
+    def fork(self, *, weigh: Callable[[Message], int] | None = None) -> History:
+        """The history of a child that inherits this whole log: same transcript, no slots (O(1) I/O)."""
+        child = History(inherited=self.cursor.next_seq, weigh=weigh)
+        child.fold = self.fold.copy(weigh)
+        child.cursor = self.cursor
+        return child
+
     @property
     def next_seq(self) -> int:
         """Seq the next event will get."""

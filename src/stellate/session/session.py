@@ -84,10 +84,21 @@ class Session:
         return await cls._open(store, record, runtime)
 
     @classmethod
-    async def _open(cls, store: BaseStore, record: SessionRecord, runtime: SessionRuntime) -> Session:
+    async def _open(
+        cls, store: BaseStore, record: SessionRecord, runtime: SessionRuntime, *, source: Session | None = None
+    ) -> Session:
+        """Open ``record``; with its fork ``source`` in memory, reuse the source's fold and read only own events."""
         session = cls(store, record, runtime)
-        session.history.absorb(await store.read_events(record.id))
+        if source is not None and source.history.next_seq == record.inherited and not source._pending:
+            session.history = source.history.fork(weigh=session._weigh)
+            session.history.absorb(await store.read_events(record.id, start=record.inherited))
+        else:
+            session.history.absorb(await store.read_events(record.id))
         return session
+
+    async def open_child(self, record: SessionRecord, runtime: SessionRuntime | None = None) -> Session:
+        """Open a child forked from this session, reusing this session's history when the child inherits all of it."""
+        return await Session._open(self.store, record, runtime or self.runtime, source=self)
 
     async def refresh(self) -> None:
         """Catch up with events other writers appended since this object last wrote."""
@@ -238,7 +249,7 @@ class Session:
         `fork_record`, whose cost does not depend on the history's length.
         """
         record = await self.fork_record(**options)
-        return await Session._open(self.store, record, runtime or self.runtime)
+        return await self.open_child(record, runtime)
 
     async def fork_record(
         self,
