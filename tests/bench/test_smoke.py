@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
+from bench import plan
 from bench.common import pg_problem
 from bench.report import Tables, aggregate, render
 from bench.run import missing
 from bench.targets import verdicts
 from bench.worker import RESULT_PREFIX, run_case
-
-from bench import plan
 
 ROOT = Path(__file__).resolve().parents[2]
 IN_CI = os.environ.get("CI", "").lower() == "true"

@@ -1,0 +1,156 @@
+"""What a run measures: one `Case` per (system, size), each run in a fresh process.
+
+Sizes: B1/B5 in prior turns (H); B2 and B3 in events of stellate's log (N), peers getting the same number of
+turns (N/6, stellate writes 6 events per plain turn); B4 in sessions (S).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+STELLATE = "stellate (durability=step, default)"
+STELLATE_TURN = "stellate (durability=turn)"
+STELLATE_FIXED = "stellate + proposed fixes (prototype)"
+STELLATE_REAL = "stellate, history from real turns"
+RAW = "raw SQLite floor (6 rows, 1 txn)"
+RAW_SHAPE = "raw: stellate's own SQL for a turn (diagnostic)"
+LANGGRAPH = "LangGraph + SqliteSaver"
+AGENTS = "Agents SDK + SQLiteSession"
+RAW_PG = "raw PostgreSQL floor (6 rows, 1 txn)"
+LANGGRAPH_PG = "LangGraph + PostgresSaver"
+AGENTS_PG = "Agents SDK + SQLAlchemySession"
+
+FORK_AGENT = "stellate fork_session(context=inherit)"
+FORK_STORE = "stellate store fork (ForkRequest, Boundary)"
+FORK_TURN = "stellate fork_session + 1 turn"
+FORK_RAW_COPY = "raw floor: copy the N rows (naive)"
+FORK_RAW_REF = "raw floor: one lineage row (by reference)"
+FORK_LANGGRAPH = "LangGraph update_state on a past checkpoint"
+FORK_LANGGRAPH_TURN = "LangGraph invoke from a past checkpoint (fork + 1 turn)"
+FORK_AGENTS = "Agents SDK create_branch_from_turn"
+FORK_AGENTS_TURN = "Agents SDK create_branch_from_turn + 1 turn"
+
+PEERS = ("langgraph", "agents")
+
+
+@dataclass(frozen=True)
+class Case:
+    """One process's work, and the table rows its result feeds (result key -> row label; "" = whole)."""
+
+    bench: str
+    x: int
+    case: str
+    params: dict[str, Any]
+    rows: dict[str, str]
+    patched: bool = False
+    needs: tuple[str, ...] = field(default=())
+    """Optional parts it needs: ``peers`` (the bench extra), ``pg`` (the server)."""
+    once: bool = False
+    """Run in the first repetition only: the case repeats its measurement inside its process (B3, B4)."""
+
+    def spec(self) -> dict[str, Any]:
+        return {"case": self.case, "params": self.params, "patched": self.patched}
+
+
+@dataclass(frozen=True)
+class Sizes:
+    b1_h: tuple[int, ...]
+    b2_n: tuple[int, ...]
+    b3_n: int
+    b4_s: int
+    k_stellate: int
+    k_peer: int
+    k_peer_big: int
+    """Timed turns for a peer at the largest H (a turn there takes about a second)."""
+    k_raw: int
+    forks: int
+    peer_forks: int
+    fork_turns: int
+    runs: int
+    """Timed repetitions inside the one process of each B3 and B4 case."""
+
+
+FULL = Sizes((100, 1000, 10000), (1000, 10000, 100000), 100000, 10000, 50, 20, 10, 200, 8, 5, 3, 5)
+QUICK = Sizes((100, 1000), (1000, 10000), 10000, 1000, 20, 5, 5, 100, 5, 3, 2, 2)
+SMOKE = Sizes((3,), (60,), 60, 6, 2, 2, 2, 3, 2, 1, 1, 1)
+
+
+def _b1(bench: str, db: str, sizes: Sizes) -> list[Case]:
+    pg = ("pg",) if db == "pg" else ()
+    peers = {"langgraph": LANGGRAPH, "agents": AGENTS}
+    if pg:
+        peers = {"langgraph": LANGGRAPH_PG, "agents": AGENTS_PG}
+    cases: list[Case] = []
+    for h in sizes.b1_h:
+        base = {"h": h, "db": db, "k": sizes.k_stellate}
+        cases += [
+            Case(bench, h, "stellate.b1", base, {"": STELLATE}, needs=pg),
+            Case(bench, h, "stellate.b1", {**base, "durability": "turn"}, {"": STELLATE_TURN}, needs=pg),
+            Case(bench, h, "stellate.b1", base, {"": STELLATE_FIXED}, patched=True, needs=pg),
+            Case(bench, h, "raw.b1", {"h": h, "db": db, "k": sizes.k_raw}, {"": RAW_PG if pg else RAW}, needs=pg),
+        ]
+        if not pg:
+            cases.append(Case(bench, h, "raw.b1_shape", {"h": h, "k": sizes.k_raw}, {"": RAW_SHAPE}))
+            if h <= 1000:
+                cases.append(Case(bench, h, "stellate.b1", {**base, "real": True}, {"": STELLATE_REAL}))
+        k = sizes.k_peer_big if h >= 10000 else sizes.k_peer
+        for peer, label in peers.items():
+            cases.append(Case(bench, h, f"{peer}.b1", {"h": h, "db": db, "k": k}, {"": label}, needs=("peers", *pg)))
+    return cases
+
+
+def _b2(bench: str, db: str, sizes: Sizes) -> list[Case]:
+    pg = ("pg",) if db == "pg" else ()
+    cases: list[Case] = []
+    for n in sizes.b2_n:
+        forks = {"n": n, "db": db, "forks": sizes.forks, "fork_turns": sizes.fork_turns}
+        rows = {"agent": FORK_AGENT, "agent_turn": FORK_TURN, "store": FORK_STORE}
+        cases += [
+            Case(bench, n, "stellate.b2", forks, rows, needs=pg),
+        ]
+        peer_forks = {**forks, "forks": sizes.peer_forks}
+        lg_rows = {"fork": FORK_LANGGRAPH, "fork_turn": FORK_LANGGRAPH_TURN}
+        cases.append(Case(bench, n, "langgraph.b2", peer_forks, lg_rows, needs=("peers", *pg)))
+        if not pg:  # create_branch_from_turn exists only in AdvancedSQLiteSession
+            rows = {"fork": FORK_AGENTS, "fork_turn": FORK_AGENTS_TURN}
+            cases.append(Case(bench, n, "agents.b2", peer_forks, rows, needs=("peers",)))
+            raw = {"copy": FORK_RAW_COPY, "reference": FORK_RAW_REF}
+            cases.append(Case(bench, n, "raw.b2", {"n": n, "forks": sizes.forks}, raw))
+    return cases
+
+
+def _b3(sizes: Sizes) -> list[Case]:
+    n, params, peers = sizes.b3_n, {"n": sizes.b3_n, "runs": sizes.runs}, ("peers",)
+    repair = {**params, "repair": True}
+    return [
+        Case("B3", n, "stellate.b3", params, {"": "stellate Session.load + messages()"}, once=True),
+        Case("B3", n, "stellate.b3", repair, {"": "stellate, open turn at the end (repair)"}, once=True),
+        Case("B3", n, "raw.b3", params, {"": "raw floor: SELECT the N rows + json.loads"}, once=True),
+        Case("B3", n, "langgraph.b3", params, {"": "LangGraph get_state (N/6 turns)"}, needs=peers, once=True),
+        Case("B3", n, "agents.b3", params, {"": "Agents SDK get_items (N/6 turns)"}, needs=peers, once=True),
+    ]
+
+
+def _b4(sizes: Sizes) -> list[Case]:
+    params = {"sessions": sizes.b4_s, "runs": sizes.runs}
+    return [
+        Case("B4", sizes.b4_s, "stellate.b4", params, {"": "stellate Agent.list_session_digests()"}, once=True),
+        Case("B4", sizes.b4_s, "raw.b4", params, {"": "raw floor: SELECT * FROM sessions"}, once=True),
+    ]
+
+
+def cases(sizes: Sizes, benches: set[str]) -> list[Case]:
+    """Every case of the selected benchmarks, in run order."""
+    out: list[Case] = []
+    if "B1" in benches:
+        out += _b1("B1", "sqlite", sizes)
+    if "B2" in benches:
+        out += _b2("B2", "sqlite", sizes)
+    if "B3" in benches:
+        out += _b3(sizes)
+    if "B4" in benches:
+        out += _b4(sizes)
+    if "B5" in benches:
+        out += _b1("B5-turn", "pg", sizes) + _b2("B5-fork", "pg", sizes)
+    return out
