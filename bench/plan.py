@@ -24,6 +24,7 @@ AGENTS_PG = "Agents SDK + SQLAlchemySession"
 FORK_AGENT = "stellate fork_session(context=inherit)"
 FORK_STORE = "stellate store fork (ForkRequest, Boundary)"
 FORK_TURN = "stellate fork_session + 1 turn"
+FORK_TURN_FIXED = "stellate fork_session + 1 turn + proposed fix (prototype)"
 FORK_RAW_COPY = "raw floor: copy the N rows (naive)"
 FORK_RAW_REF = "raw floor: one lineage row (by reference)"
 FORK_LANGGRAPH = "LangGraph update_state on a past checkpoint"
@@ -69,10 +70,12 @@ class Sizes:
     fork_turns: int
     runs: int
     """Timed repetitions inside the one process of each B3 and B4 case."""
+    diagnostics: bool = True
+    """Also the control and diagnostic rows (real-turn history, stellate's own SQL, prototype fixes)."""
 
 
 FULL = Sizes((100, 1000, 10000), (1000, 10000, 100000), 100000, 10000, 50, 20, 10, 200, 8, 5, 3, 5)
-QUICK = Sizes((100, 1000), (1000, 10000), 10000, 1000, 20, 5, 5, 100, 5, 3, 2, 2)
+QUICK = Sizes((100, 1000), (1000, 10000), 10000, 1000, 20, 5, 5, 100, 5, 3, 2, 2, diagnostics=False)
 SMOKE = Sizes((3,), (60,), 60, 6, 2, 2, 2, 3, 2, 1, 1, 1)
 
 
@@ -108,6 +111,7 @@ def _b2(bench: str, db: str, sizes: Sizes) -> list[Case]:
         rows = {"agent": FORK_AGENT, "agent_turn": FORK_TURN, "store": FORK_STORE}
         cases += [
             Case(bench, n, "stellate.b2", forks, rows, needs=pg),
+            Case(bench, n, "stellate.b2", forks, {"agent_turn": FORK_TURN_FIXED}, patched=True, needs=pg),
         ]
         peer_forks = {**forks, "forks": sizes.peer_forks}
         lg_rows = {"fork": FORK_LANGGRAPH, "fork_turn": FORK_LANGGRAPH_TURN}
@@ -140,6 +144,10 @@ def _b4(sizes: Sizes) -> list[Case]:
     ]
 
 
+def _diagnostic(case: Case) -> bool:
+    return case.patched or case.case == "raw.b1_shape" or bool(case.params.get("real"))
+
+
 def cases(sizes: Sizes, benches: set[str]) -> list[Case]:
     """Every case of the selected benchmarks, in run order."""
     out: list[Case] = []
@@ -151,6 +159,8 @@ def cases(sizes: Sizes, benches: set[str]) -> list[Case]:
         out += _b3(sizes)
     if "B4" in benches:
         out += _b4(sizes)
-    if "B5" in benches:
-        out += _b1("B5-turn", "pg", sizes) + _b2("B5-fork", "pg", sizes)
-    return out
+    if "B5" in benches or "B5-TURN" in benches:
+        out += _b1("B5-turn", "pg", sizes)
+    if "B5" in benches or "B5-FORK" in benches:
+        out += _b2("B5-fork", "pg", sizes)
+    return out if sizes.diagnostics else [c for c in out if not _diagnostic(c)]

@@ -53,7 +53,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", help="small sizes, one repetition, two jobs (< 1 min)")
     size.add_argument("--smoke", action="store_true", help="tiny sizes (seconds): checks that every case runs")
-    parser.add_argument("--only", default="", help="comma-separated subset of B1,B2,B3,B4,B5")
+    parser.add_argument("--only", default="", help="comma-separated subset of B1,B2,B3,B4,B5 (B5-turn, B5-fork)")
     parser.add_argument("--pg", action="store_true", help="also run B5 (PostgreSQL at STELLATE_BENCH_PG)")
     parser.add_argument("--no-peers", action="store_true", help="skip LangGraph and the Agents SDK")
     parser.add_argument("--reps", type=int, default=None, help="repetitions (default 3; 1 with --quick/--smoke)")
@@ -66,9 +66,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def selected(args: argparse.Namespace) -> set[str]:
     if args.only:
         chosen = {b.strip().upper() for b in args.only.split(",") if b.strip()}
-        unknown = chosen - {"B1", "B2", "B3", "B4", "B5"}
+        unknown = chosen - {"B1", "B2", "B3", "B4", "B5", "B5-TURN", "B5-FORK"}
         if unknown:
-            raise SystemExit(f"unknown benchmark(s) {sorted(unknown)}; choose from B1,B2,B3,B4,B5")
+            raise SystemExit(f"unknown benchmark(s) {sorted(unknown)}; choose from B1-B5, B5-turn, B5-fork")
         return chosen
     return {"B1", "B2", "B3", "B4"} | ({"B5"} if args.pg else set())
 
@@ -178,6 +178,7 @@ def main(argv: list[str] | None = None) -> int:
             skipped.append(f"{case.bench} {', '.join(case.rows.values())} ({case.x:,}): skipped, {reason}")
         else:
             cases.append(case)
+    measured = machine(any(b.startswith("B5") for b in benches))  # the tree as the run starts
     started = time.perf_counter()
     samples, errors = run_all(cases, reps, jobs, args.timeout)
     wall = time.perf_counter() - started
@@ -185,7 +186,7 @@ def main(argv: list[str] | None = None) -> int:
     header = [
         f"## stellate benchmarks ({mode} run: {reps} repetition(s), {jobs} job(s), {wall:.0f} s wall)",
         "",
-        *machine("B5" in benches),
+        *measured,
         "",
         "Cells: median over repetitions (one fresh process each) of each run's median, [min–max of those run",
         "medians]; B3 and B4 run once, repeating inside their process: [min–max] of those timings. Ratios divide",

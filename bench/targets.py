@@ -134,7 +134,7 @@ def verdicts(t: Tables) -> list[Verdict]:
     for bench in ("B2", "B5-fork"):
         out += _fork(t, bench, P.FORK_AGENT, None)
         out += _fork(t, bench, P.FORK_STORE, None)
-        out += _fork(t, bench, P.FORK_TURN, None, bytes_too=False)
+        out += _fork(t, bench, P.FORK_TURN, P.FORK_TURN_FIXED, bytes_too=False)
     return out
 
 

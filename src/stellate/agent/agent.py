@@ -239,7 +239,9 @@ class Agent:
             at_seq=options.at_seq,
             boundary=options.boundary,
         )
-        self._live[child.id] = config  # the child opens (reads its log) on first use, so a fork stays O(1)
+        # Open the child from the source's fold now, before the source's log moves on: it then reads only its
+        # own few events, and its first turn costs the same whatever the length of the inherited history.
+        self._remember(await source.open_child(child, self._runtime(config)), config)
         await source._write(
             [make_event("session/forked", {"child_id": child.id, "turn": source.history.cursor.last_turn})],
             check_writable=False,
