@@ -92,6 +92,11 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (session_id, seq)
     );
     """,
+    # Turn markers by seq: a fork at a past boundary finds its marker with an index seek even while the
+    # planner's statistics are stale (without it, a scan of the session plus a sort).
+    """
+    CREATE INDEX events_turn_markers ON events (session_id, seq) WHERE type IN ('turn/start', 'turn/end')
+    """,
 )
 
 _SELECT_RECORD = f"SELECT {', '.join(RECORD_COLUMNS)} FROM sessions"
