@@ -13,7 +13,7 @@ is already running: no ``asyncio.run`` per call, no nested loops. It only delega
 from __future__ import annotations
 
 import queue
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
@@ -26,17 +26,45 @@ from stellate.engine.config import ForkOptions
 from stellate.engine.events import TurnEvent, TurnResult
 from stellate.log.messages import Message
 
-__all__ = ["SyncAgent"]
+__all__ = ["SyncAgent", "iterate_in_portal"]
 
 T = TypeVar("T")
 _DONE = object()
+
+
+def iterate_in_portal(portal: BlockingPortal, start: Callable[[], AsyncIterator[T]]) -> Iterator[T]:
+    """Iterate, from this thread, over the async iterator ``start()`` running on ``portal``'s loop.
+
+    Stopping early cancels the task that drives it (a turn then records itself as aborted).
+    """
+    items: queue.Queue[Any] = queue.Queue()
+
+    async def pump() -> None:
+        try:
+            async for item in start():
+                items.put(item)
+        except BaseException as exc:  # handed to the reading thread, which raises it
+            items.put(exc)
+            raise
+        finally:
+            items.put(_DONE)
+
+    future = portal.start_task_soon(pump)
+    try:
+        while (item := items.get()) is not _DONE:
+            if isinstance(item, BaseException):
+                raise item
+            yield item
+    finally:
+        if not future.done():
+            future.cancel()
 
 
 class SyncAgent:
     """Blocking twin of `Agent`; takes the same arguments. Close it (or use ``with``) when done."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        self._portal_cm: AbstractContextManager[BlockingPortal] = start_blocking_portal("asyncio")
+        self._portal_cm: AbstractContextManager[BlockingPortal] | None = start_blocking_portal("asyncio")
         self._portal = self._portal_cm.__enter__()
         self.agent = Agent(*args, **kwargs)
         """The async agent every call is handed to."""
@@ -50,7 +78,7 @@ class SyncAgent:
             try:
                 self._call(self.agent.close)
             finally:
-                cm, self._portal_cm = self._portal_cm, None  # type: ignore[assignment]
+                cm, self._portal_cm = self._portal_cm, None
                 cm.__exit__(None, None, None)
 
     def __enter__(self) -> SyncAgent:
@@ -73,27 +101,7 @@ class SyncAgent:
 
     def stream(self, session_id: str, content: str) -> Iterator[TurnEvent]:
         """See `Agent.stream`; stopping the iteration early cancels the turn (recorded as aborted)."""
-        events: queue.Queue[Any] = queue.Queue()
-
-        async def pump() -> None:
-            try:
-                async for event in self.agent.stream(session_id, content):
-                    events.put(event)
-            except BaseException as exc:
-                events.put(exc)
-                raise
-            finally:
-                events.put(_DONE)
-
-        future = self._portal.start_task_soon(pump)
-        try:
-            while (item := events.get()) is not _DONE:
-                if isinstance(item, BaseException):
-                    raise item
-                yield item
-        finally:
-            if not future.done():
-                future.cancel()
+        return iterate_in_portal(self._portal, lambda: self.agent.stream(session_id, content))
 
     def list_messages(self, session_id: str) -> list[Message]:
         """See `Agent.list_messages`."""

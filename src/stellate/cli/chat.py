@@ -8,7 +8,6 @@ and Ctrl-C during a reply aborts just that turn (the log records it as aborted a
 from __future__ import annotations
 
 import argparse
-import queue
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, TypeVar
@@ -28,11 +27,12 @@ from stellate.engine.events import AgentEvent, SessionForked, TurnEvent
 from stellate.errors import NotFoundError, StellateError
 from stellate.llm import LLMAdapter
 from stellate.store import BaseStore
+from stellate.sync import iterate_in_portal
 
 __all__ = ["ChatSession", "add_parser"]
 
 T = TypeVar("T")
-_DONE = object()
+
 ROOT_LABEL = "Chat"
 
 
@@ -187,27 +187,7 @@ class ChatSession:
             self.consoles.err.print("(interrupted: the turn was aborted)")
 
     def _stream(self, start: Callable[[], AsyncIterator[TurnEvent]]) -> Iterator[TurnEvent]:
-        events: queue.Queue[Any] = queue.Queue()
-
-        async def pump() -> None:
-            try:
-                async for event in start():
-                    events.put(event)
-            except BaseException as exc:  # handed to the reading thread, which raises it
-                events.put(exc)
-                raise
-            finally:
-                events.put(_DONE)
-
-        future = self.portal.start_task_soon(pump)
-        try:
-            while (item := events.get()) is not _DONE:
-                if isinstance(item, BaseException):
-                    raise item
-                yield item
-        finally:
-            if not future.done():
-                future.cancel()
+        return iterate_in_portal(self.portal, start)
 
     def _announce_fork(self, event: AgentEvent) -> None:
         if isinstance(event, SessionForked):
