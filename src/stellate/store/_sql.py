@@ -21,6 +21,7 @@ __all__ = [
     "record_from_row",
     "record_row",
     "select_events_sql",
+    "select_sessions_sql",
     "state_update_row",
 ]
 
@@ -133,3 +134,13 @@ def select_events_sql(*, placeholder: str, types: Sequence[str] | None, reverse:
     if limit is not None:
         sql += f" LIMIT {int(limit)}"
     return sql
+
+
+def select_sessions_sql(*, placeholder: str, parent_id: SessionId | None, roots: bool) -> tuple[str, tuple[Any, ...]]:
+    """The session listing of `Store.list_sessions` (all, children of ``parent_id``, or roots) in creation order."""
+    select = f"SELECT {', '.join(RECORD_COLUMNS)} FROM sessions"
+    if parent_id is not None:
+        return f"{select} WHERE parent_id = {placeholder} ORDER BY position", (parent_id,)
+    if roots:
+        return f"{select} WHERE parent_id IS NULL ORDER BY position", ()
+    return f"{select} ORDER BY position", ()

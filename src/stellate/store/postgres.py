@@ -50,6 +50,7 @@ from stellate.store._sql import (
     record_from_row,
     record_row,
     select_events_sql,
+    select_sessions_sql,
     state_update_row,
 )
 from stellate.store.base import BaseStore
@@ -300,14 +301,8 @@ class PostgresStore(BaseStore):
 
     async def list_sessions(self, *, parent_id: SessionId | None = None, roots: bool = False) -> list[SessionRecord]:
         """All sessions in creation order, or the children of ``parent_id``, or the roots."""
-        params: tuple[Any, ...] = ()
-        if parent_id is not None:
-            query, params = f"{_SELECT_RECORD} WHERE parent_id = %s ORDER BY position", (parent_id,)
-        elif roots:
-            query = f"{_SELECT_RECORD} WHERE parent_id IS NULL ORDER BY position"
-        else:
-            query = f"{_SELECT_RECORD} ORDER BY position"
-        return [record_from_row(r) for r in await self._select(query, params)]
+        sql, params = select_sessions_sql(placeholder="%s", parent_id=parent_id, roots=roots)
+        return [record_from_row(r) for r in await self._select(sql, params)]
 
     async def _select(self, query: str, params: Sequence[Any]) -> list[TupleRow]:
         async with self._connection("read failed") as conn:

@@ -27,6 +27,7 @@ from stellate.store._sql import (
     record_from_row,
     record_row,
     select_events_sql,
+    select_sessions_sql,
     state_update_row,
 )
 from stellate.store.base import BaseStore
@@ -234,13 +235,7 @@ class SqliteStore(BaseStore):
 
     async def list_sessions(self, *, parent_id: SessionId | None = None, roots: bool = False) -> list[SessionRecord]:
         """All sessions in creation order, or the children of ``parent_id``, or the roots."""
-        params: tuple[Any, ...] = ()
-        if parent_id is not None:
-            sql, params = f"{_SELECT_RECORD} WHERE parent_id = ? ORDER BY position", (parent_id,)
-        elif roots:
-            sql = f"{_SELECT_RECORD} WHERE parent_id IS NULL ORDER BY position"
-        else:
-            sql = f"{_SELECT_RECORD} ORDER BY position"
+        sql, params = select_sessions_sql(placeholder="?", parent_id=parent_id, roots=roots)
         return [record_from_row(r) for r in await self._run(self._select, sql, params)]
 
     async def close(self) -> None:
