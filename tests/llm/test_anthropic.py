@@ -240,3 +240,29 @@ async def test_cancelled_stream_propagates_without_retrying(server: MockLLMServe
         with pytest.raises(asyncio.CancelledError):
             await task
     assert len(server.requests) == 1
+
+
+async def test_streamed_calls_reuse_one_pooled_connection(server: MockLLMServer) -> None:
+    server.push(*[MockReply(text=f"answer {i}") for i in range(10)])
+    async with adapter(server) as llm:
+        for i in range(10):
+            assert done(await collect(llm, ask())).response.message.content == f"answer {i}"
+    assert len(server.requests) == 10 and server.connections == 1
+
+
+def test_unchanged_messages_are_converted_once_and_merges_do_not_leak_into_the_cache() -> None:
+    llm = AnthropicAdapter("claude-mock", api_key="k")
+    call = ToolCall(id="t1", name="search", arguments='{"q": "x"}')
+    history: list[Message] = [
+        UserMessage(content="hi"),
+        AssistantMessage(content="", tool_calls=(call,)),
+        ToolMessage(call_id="t1", name="search", content="found"),
+    ]
+    first = llm.build_body(ask(*history, UserMessage(content="and?")), stream=True)
+    second = llm.build_body(ask(*history, UserMessage(content="more")), stream=True)
+    assert first["messages"][1]["content"][0] is second["messages"][1]["content"][0]
+    assert len(first["messages"][2]["content"]) == 2  # the tool result and the next text, merged into one turn
+    assert second["messages"][2]["content"] == [
+        {"type": "tool_result", "tool_use_id": "t1", "content": "found", "is_error": False},
+        {"type": "text", "text": "more"},
+    ]

@@ -74,3 +74,13 @@ async def test_openai_stream_ends_with_usage_chunk_and_done(server: MockLLMServe
     assert data[-1] == "[DONE]"
     assert '"choices": []' in data[-2] and '"usage"' in data[-2]
     assert response.headers["content-type"] == "text/event-stream"
+
+
+async def test_connections_are_kept_alive_unless_the_client_asks_to_close(server: MockLLMServer) -> None:
+    server.push(MockReply(text="a"), MockReply(text="b"), MockReply(text="c"))
+    body = {"model": "m", "messages": []}
+    async with httpx.AsyncClient() as client:
+        await client.post(f"{server.url}/v1/messages", json=body)
+        await client.post(f"{server.url}/v1/messages", json=body)
+        await client.post(f"{server.url}/v1/messages", json=body, headers={"Connection": "close"})
+    assert server.connections == 1 and len(server.requests) == 3

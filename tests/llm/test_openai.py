@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+from dataclasses import replace
 from typing import Any
 
 import httpx
@@ -320,3 +321,41 @@ async def test_injected_client_is_used_and_left_open() -> None:
             assert (await llm.complete(ask())).message.content == "hi"
         assert not client.is_closed
     assert str(seen[0].url) == "http://llm.invalid/v1/chat/completions"
+
+
+# -- connection reuse and the cached wire form ---------------------------------------------------------------
+
+
+async def test_streamed_calls_reuse_one_pooled_connection(server: MockLLMServer) -> None:
+    server.push(*[MockReply(text=f"answer {i}") for i in range(10)])
+    async with adapter(server) as llm:
+        for i in range(10):
+            assert done(await collect(llm, ask())).response.message.content == f"answer {i}"
+    assert len(server.requests) == 10 and server.connections == 1
+
+
+async def test_stream_still_reuses_the_connection_after_a_broken_stream(server: MockLLMServer) -> None:
+    server.push(MockReply(text="one two", disconnect_after=0), MockReply(text="ok"), MockReply(text="again"))
+    async with adapter(server) as llm:
+        assert done(await collect(llm, ask())).response.message.content == "ok"
+        assert done(await collect(llm, ask())).response.message.content == "again"
+    assert server.connections == 2  # the dropped one, then one for both answers
+
+
+def test_unchanged_messages_are_converted_once_and_bodies_stay_exact() -> None:
+    llm = OpenAIAdapter("m", base_url="http://llm.invalid/v1", api_key="k")
+    call = ToolCall(id="c1", name="search", arguments='{"q": "x"}')
+    history: list[Message] = [
+        UserMessage(content="hi"),
+        AssistantMessage(content="", tool_calls=(call,)),
+        ToolMessage(call_id="c1", name="search", content="found"),
+        AssistantMessage(content="done"),
+    ]
+    first = llm.build_body(ask(SystemMessage(content="a"), SystemMessage(content="b"), *history), stream=True)
+    second = llm.build_body(ask(SystemMessage(content="a"), *history, UserMessage(content="next")), stream=True)
+    assert all(a is b for a, b in zip(first["messages"][1:], second["messages"][1:5], strict=True))
+    assert first["messages"][0] == {"role": "system", "content": "a\n\nb"}
+    assert second["messages"][0] == {"role": "system", "content": "a"}  # the merged text did not leak into a cache
+    fresh = OpenAIAdapter("m", base_url="http://llm.invalid/v1", api_key="k")
+    copies = [SystemMessage(content="a"), *[replace(m) for m in history], UserMessage(content="next")]
+    assert second == fresh.build_body(ask(*copies), stream=True)

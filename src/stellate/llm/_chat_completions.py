@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stellate.errors import ProviderError
-from stellate.llm._wire import UNKNOWN_TOOL, new_call_id, parse_tool_arguments
+from stellate.llm._wire import UNKNOWN_TOOL, WireCache, new_call_id, parse_tool_arguments
 from stellate.llm.types import (
     LLMResponse,
     ResponseDone,
@@ -26,11 +26,12 @@ from stellate.llm.types import (
     Usage,
     UsageReport,
 )
-from stellate.log.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, UserMessage
+from stellate.log.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage
 
 __all__ = [
     "ChunkAssembler",
     "map_finish_reason",
+    "message_to_wire",
     "parse_completion",
     "parse_usage",
     "to_wire_messages",
@@ -46,22 +47,33 @@ _FINISH_REASONS: dict[str, StopReason] = {
 }
 
 
-def to_wire_messages(messages: Sequence[Message]) -> list[dict[str, Any]]:
-    """Convert messages, merging consecutive system messages with a blank line (some servers accept only one)."""
+def to_wire_messages(
+    messages: Sequence[Message], cache: WireCache[dict[str, Any]] | None = None
+) -> list[dict[str, Any]]:
+    """Convert messages, merging consecutive system messages with a blank line (some servers accept only one).
+
+    With ``cache``, a message object already converted for an earlier call is not converted again.
+    """
+    others = [m for m in messages if not isinstance(m, SystemMessage)]
+    converted = iter(cache.convert_all(others) if cache is not None else [message_to_wire(m) for m in others])
     wire: list[dict[str, Any]] = []
     for message in messages:
-        if isinstance(message, SystemMessage):
-            if wire and wire[-1]["role"] == "system":
-                wire[-1]["content"] += "\n\n" + message.content
-            else:
-                wire.append({"role": "system", "content": message.content})
-        elif isinstance(message, UserMessage):
-            wire.append({"role": "user", "content": message.content})
-        elif isinstance(message, AssistantMessage):
-            wire.append(_assistant_to_wire(message))
-        elif isinstance(message, ToolMessage):
-            wire.append({"role": "tool", "tool_call_id": message.call_id, "content": message.content})
+        if not isinstance(message, SystemMessage):
+            wire.append(next(converted))
+        elif wire and wire[-1]["role"] == "system":
+            wire[-1]["content"] += "\n\n" + message.content
+        else:
+            wire.append({"role": "system", "content": message.content})
     return wire
+
+
+def message_to_wire(message: Message) -> dict[str, Any]:
+    """One message in chat-completions form (a system message on its own, unmerged)."""
+    if isinstance(message, AssistantMessage):
+        return _assistant_to_wire(message)
+    if isinstance(message, ToolMessage):
+        return {"role": "tool", "tool_call_id": message.call_id, "content": message.content}
+    return {"role": message.role, "content": message.content}
 
 
 def _assistant_to_wire(message: AssistantMessage) -> dict[str, Any]:

@@ -7,11 +7,12 @@ with its own install hint.
 
 from __future__ import annotations
 
+import asyncio
 import email.utils
 import json
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import aclosing, contextmanager, suppress
 from dataclasses import dataclass
 from typing import Any
 
@@ -22,6 +23,7 @@ from stellate.llm._retry import AttemptFailed
 __all__ = ["HTTPChannel", "SSEEvent", "failure_from_status", "parse_retry_after", "parse_sse"]
 
 _ERROR_TEXT_LIMIT = 500
+_DRAIN_SECONDS = 1.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -103,10 +105,29 @@ class HTTPChannel:
                 if response.status_code >= 400:
                     await response.aread()
                     raise failure_from_status(response.status_code, response.headers, response.text)
-                async for event in parse_sse(response.aiter_lines()):
-                    yield event
+                lines = response.aiter_lines()
+                async with aclosing(parse_sse(lines)) as events:
+                    try:
+                        async for event in events:
+                            yield event
+                    except GeneratorExit:
+                        await _drain(lines)
+                        raise
             finally:
                 await response.aclose()
+
+
+async def _drain(lines: AsyncIterator[str]) -> None:
+    """Read what is left of an answer whose reader stopped early (at ``[DONE]`` or ``message_stop``).
+
+    A connection goes back to the pool only once its response was read to the end; a server ends the body
+    right after its last event, so this is quick. One that holds it open is given up on after
+    `_DRAIN_SECONDS`, and its connection is closed instead of reused.
+    """
+    with suppress(Exception):
+        async with asyncio.timeout(_DRAIN_SECONDS):
+            async for _ in lines:
+                pass
 
 
 @contextmanager
@@ -167,7 +188,7 @@ def parse_retry_after(headers: Mapping[str, str]) -> float | None:
     return max(0.0, when.timestamp() - time.time())
 
 
-async def parse_sse(lines: AsyncIterator[str]) -> AsyncIterator[SSEEvent]:
+async def parse_sse(lines: AsyncIterator[str]) -> AsyncGenerator[SSEEvent, None]:
     """Group text lines into server-sent events (https://html.spec.whatwg.org/#event-stream-interpretation).
 
     An event not closed by a blank line when the stream ends is dropped, as the spec says: it may be cut short.

@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import json
 import uuid
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, Generic, TypeVar
 
 from stellate.llm.types import DEFAULT_MAX_OUTPUT_TOKENS, LLMRequest
+from stellate.log.messages import Message
 
-__all__ = ["UNKNOWN_TOOL", "new_call_id", "parse_tool_arguments", "resolve_max_tokens"]
+__all__ = ["UNKNOWN_TOOL", "WireCache", "new_call_id", "parse_tool_arguments", "resolve_max_tokens"]
+
+W = TypeVar("W")
 
 #: Tool name recorded when a provider streams a call without one; the engine answers it with an error result.
 UNKNOWN_TOOL = "unknown_tool"
@@ -39,3 +43,34 @@ def parse_tool_arguments(raw: str) -> dict[str, Any] | None:
     except ValueError:
         return None
     return value if isinstance(value, dict) else None
+
+
+class WireCache(Generic[W]):
+    """The wire form of each message, converted once per message object.
+
+    A session's transcript keeps the same (immutable) message objects from call to call, so only the messages
+    new since the last call are converted; the unchanged prefix is looked up by identity. The cache holds a
+    strong reference to each message it keys, so an id cannot be reused while its entry lives, and it is cut
+    back to the messages of the current call once it grows well past them (several sessions may share one
+    adapter). Callers must not mutate the wire forms they get.
+
+    Args:
+        convert: The wire form of one message.
+    """
+
+    def __init__(self, convert: Callable[[Message], W]) -> None:
+        self._convert = convert
+        self._entries: dict[int, tuple[Message, W]] = {}
+
+    def convert_all(self, messages: Sequence[Message]) -> list[W]:
+        """The wire forms of ``messages``, in order (cached ones reused)."""
+        entries, convert = self._entries, self._convert
+        out: list[W] = []
+        for message in messages:
+            hit = entries.get(id(message))
+            if hit is None or hit[0] is not message:
+                hit = entries[id(message)] = (message, convert(message))
+            out.append(hit[1])
+        if len(entries) > 4 * len(messages) + 256:
+            self._entries = {id(m): entries[id(m)] for m in messages}
+        return out

@@ -16,13 +16,14 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess by te
 import json
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping, Sequence
+from contextlib import aclosing
 from dataclasses import dataclass, field
 from typing import Any
 
 from stellate.llm._http import HTTPChannel
 from stellate.llm._identity import ClosingAdapter
 from stellate.llm._retry import AttemptFailed, RetryPolicy, retry_call, retry_stream
-from stellate.llm._wire import UNKNOWN_TOOL, new_call_id, parse_tool_arguments, resolve_max_tokens
+from stellate.llm._wire import UNKNOWN_TOOL, WireCache, new_call_id, parse_tool_arguments, resolve_max_tokens
 from stellate.llm.types import (
     LLMRequest,
     LLMResponse,
@@ -36,12 +37,13 @@ from stellate.llm.types import (
     Usage,
     UsageReport,
 )
-from stellate.log.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, UserMessage
+from stellate.log.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage
 
 __all__ = [
     "AnthropicAdapter",
     "MessageAssembler",
     "map_stop_reason",
+    "message_blocks",
     "parse_message",
     "parse_usage",
     "to_wire_messages",
@@ -65,27 +67,25 @@ def map_stop_reason(reason: object) -> StopReason:
     return _STOP_REASONS.get(reason, "unknown") if isinstance(reason, str) else "unknown"
 
 
-def to_wire_messages(messages: Sequence[Message]) -> tuple[str | None, list[dict[str, Any]]]:
+def to_wire_messages(
+    messages: Sequence[Message], cache: WireCache[tuple[str, list[dict[str, Any]]]] | None = None
+) -> tuple[str | None, list[dict[str, Any]]]:
     """Split messages into the ``system`` parameter and the ``messages`` list.
 
     All system messages, wherever they stand, are joined with a blank line. Consecutive messages of one role are
-    merged, so a run of tool results becomes one ``user`` message of ``tool_result`` blocks.
+    merged, so a run of tool results becomes one ``user`` message of ``tool_result`` blocks. With ``cache``, a
+    message object already converted for an earlier call is not converted again.
     """
     system = [m.content for m in messages if isinstance(m, SystemMessage)]
+    others = [m for m in messages if not isinstance(m, SystemMessage)]
     wire: list[dict[str, Any]] = []
-    for message in messages:
-        if isinstance(message, UserMessage):
-            _append(wire, "user", [{"type": "text", "text": message.content}])
-        elif isinstance(message, ToolMessage):
-            block = {
-                "type": "tool_result",
-                "tool_use_id": message.call_id,
-                "content": message.content,
-                "is_error": message.is_error,
-            }
-            _append(wire, "user", [block])
-        elif isinstance(message, AssistantMessage):
-            _append(wire, "assistant", _assistant_blocks(message))
+    for role, blocks in cache.convert_all(others) if cache is not None else map(message_blocks, others):
+        if not blocks:
+            continue
+        if wire and wire[-1]["role"] == role:
+            wire[-1]["content"].extend(blocks)
+        else:
+            wire.append({"role": role, "content": list(blocks)})  # a copy: the cached list stays as it is
     for entry in wire:
         blocks = entry["content"]
         if len(blocks) == 1 and blocks[0]["type"] == "text":
@@ -93,13 +93,19 @@ def to_wire_messages(messages: Sequence[Message]) -> tuple[str | None, list[dict
     return ("\n\n".join(system) if system else None), wire
 
 
-def _append(wire: list[dict[str, Any]], role: str, blocks: list[dict[str, Any]]) -> None:
-    if not blocks:
-        return
-    if wire and wire[-1]["role"] == role:
-        wire[-1]["content"].extend(blocks)
-    else:
-        wire.append({"role": role, "content": blocks})
+def message_blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
+    """The role and content blocks of one non-system message (tool results travel as ``user`` blocks)."""
+    if isinstance(message, ToolMessage):
+        block = {
+            "type": "tool_result",
+            "tool_use_id": message.call_id,
+            "content": message.content,
+            "is_error": message.is_error,
+        }
+        return "user", [block]
+    if isinstance(message, AssistantMessage):
+        return "assistant", _assistant_blocks(message)
+    return "user", [{"type": "text", "text": message.content}]
 
 
 def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:
@@ -329,14 +335,16 @@ class AnthropicAdapter(ClosingAdapter):
         key = api_key if api_key is not None else os.environ.get("ANTHROPIC_API_KEY", "")
         headers = {"x-api-key": key, "anthropic-version": api_version}
         self._channel = HTTPChannel(base_url, headers=headers, timeout=timeout, client=client, transport=transport)
+        # A session sends its transcript again on every call: convert each message once, not once per call.
+        self._wire_cache: WireCache[tuple[str, list[dict[str, Any]]]] = WireCache(message_blocks)
 
     async def aclose(self) -> None:
         """Close the HTTP client if this adapter created it."""
         await self._channel.aclose()
 
     def build_body(self, request: LLMRequest, *, stream: bool) -> dict[str, Any]:
-        """The JSON body sent for ``request``."""
-        system, messages = to_wire_messages(request.messages)
+        """The JSON body sent for ``request`` (its content blocks are shared with later calls: do not modify them)."""
+        system, messages = to_wire_messages(request.messages, self._wire_cache)
         body: dict[str, Any] = {
             "model": self._model,
             "max_tokens": resolve_max_tokens(request, self._max_output_tokens),
@@ -380,15 +388,18 @@ class AnthropicAdapter(ClosingAdapter):
 
     async def _stream_once(self, body: Mapping[str, Any]) -> AsyncGenerator[StreamEvent, None]:
         assembler = MessageAssembler(provider=self._provider, model=self._model)
-        async for event in self._channel.stream_sse("/v1/messages", body):
-            try:
-                data = json.loads(event.data)
-            except ValueError as exc:
-                raise AttemptFailed(f"malformed stream event: {event.data[:200]!r}", retryable=True) from exc
-            for item in assembler.feed(data if isinstance(data, dict) else {}):
-                yield item
-            if assembler.is_complete:
-                break
+        # aclosing: leaving at message_stop closes the channel's stream now, which reads the answer to its end and
+        # returns the connection to the pool.
+        async with aclosing(self._channel.stream_sse("/v1/messages", body)) as events:
+            async for event in events:
+                try:
+                    data = json.loads(event.data)
+                except ValueError as exc:
+                    raise AttemptFailed(f"malformed stream event: {event.data[:200]!r}", retryable=True) from exc
+                for item in assembler.feed(data if isinstance(data, dict) else {}):
+                    yield item
+                if assembler.is_complete:
+                    break
         if not assembler.has_stop_reason:
             raise AttemptFailed("stream ended before the model finished", retryable=True)
         for item in assembler.finish():

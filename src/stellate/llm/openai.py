@@ -14,13 +14,20 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess by te
 import json
 import os
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from contextlib import aclosing
 from typing import Any, Literal
 
-from stellate.llm._chat_completions import ChunkAssembler, parse_completion, to_wire_messages, to_wire_tools
+from stellate.llm._chat_completions import (
+    ChunkAssembler,
+    message_to_wire,
+    parse_completion,
+    to_wire_messages,
+    to_wire_tools,
+)
 from stellate.llm._http import HTTPChannel
 from stellate.llm._identity import ClosingAdapter
 from stellate.llm._retry import AttemptFailed, RetryPolicy, retry_call, retry_stream
-from stellate.llm._wire import resolve_max_tokens
+from stellate.llm._wire import WireCache, resolve_max_tokens
 from stellate.llm.types import LLMRequest, LLMResponse, StreamEvent
 
 __all__ = ["OpenAIAdapter"]
@@ -77,16 +84,21 @@ class OpenAIAdapter(ClosingAdapter):
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._channel = HTTPChannel(base_url, headers=headers, timeout=timeout, client=client, transport=transport)
+        # A session sends its transcript again on every call: convert each message once, not once per call.
+        self._wire_cache: WireCache[dict[str, Any]] = WireCache(message_to_wire)
 
     async def aclose(self) -> None:
         """Close the HTTP client if this adapter created it."""
         await self._channel.aclose()
 
     def build_body(self, request: LLMRequest, *, stream: bool) -> dict[str, Any]:
-        """The JSON body sent for ``request`` (public so that applications can log or inspect it)."""
+        """The JSON body sent for ``request`` (public so that applications can log or inspect it).
+
+        The message dicts are shared with later calls' bodies: read them, do not modify them.
+        """
         body: dict[str, Any] = {
             "model": self._model,
-            "messages": to_wire_messages(request.messages),
+            "messages": to_wire_messages(request.messages, self._wire_cache),
             self._max_tokens_field: resolve_max_tokens(request, self._max_output_tokens),
         }
         if request.temperature is not None:
@@ -127,15 +139,18 @@ class OpenAIAdapter(ClosingAdapter):
 
     async def _stream_once(self, body: Mapping[str, Any]) -> AsyncGenerator[StreamEvent, None]:
         assembler = ChunkAssembler(provider=self._provider, model=self._model)
-        async for event in self._channel.stream_sse("/chat/completions", body):
-            if event.data.strip() == "[DONE]":
-                break
-            for item in assembler.feed(_load_chunk(event.data)):
-                yield item
-        else:
-            # Some servers omit [DONE]; a finish_reason is then proof enough that the model finished.
-            if not assembler.has_finish_reason:
-                raise AttemptFailed("stream ended before the model finished", retryable=True)
+        # aclosing: leaving at [DONE] closes the channel's stream now, which reads the answer to its end and
+        # returns the connection to the pool (left to the garbage collector, the connection was dropped).
+        async with aclosing(self._channel.stream_sse("/chat/completions", body)) as events:
+            async for event in events:
+                if event.data.strip() == "[DONE]":
+                    break
+                for item in assembler.feed(_load_chunk(event.data)):
+                    yield item
+            else:
+                # Some servers omit [DONE]; a finish_reason is then proof enough that the model finished.
+                if not assembler.has_finish_reason:
+                    raise AttemptFailed("stream ended before the model finished", retryable=True)
         for item in assembler.finish():
             yield item
 

@@ -120,6 +120,8 @@ class MockLLMServer:
         self._connections: set[asyncio.Task[None]] = set()
         self.requests: list[MockRequest] = []
         """Every well-formed API request received, in order."""
+        self.connections = 0
+        """TCP connections accepted so far: a client that pools its connections opens one for many requests."""
 
     def push(self, *steps: MockStep) -> None:
         """Append answers to the script."""
@@ -166,8 +168,10 @@ class MockLLMServer:
         task = asyncio.current_task()
         assert task is not None  # start_server runs each connection in a task of its own
         self._connections.add(task)
+        self.connections += 1
         try:
-            await self._serve(reader, writer)
+            while await self._serve(reader, writer):
+                pass  # keep-alive: the next request on the same connection
         except (ConnectionError, asyncio.IncompleteReadError, asyncio.LimitOverrunError):
             pass  # the client went away; nothing to answer
         except asyncio.CancelledError:
@@ -180,27 +184,40 @@ class MockLLMServer:
             with suppress(ConnectionError):
                 await writer.wait_closed()
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        path, headers, raw = await _read_request(reader)
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> bool:
+        """Answer one request; True when the connection stays open for another (HTTP/1.1 keep-alive)."""
+        try:
+            path, headers, raw = await _read_request(reader)
+        except asyncio.IncompleteReadError as exc:
+            if exc.partial:
+                raise
+            return False  # the client closed an idle connection
+        keep = headers.get("connection", "").lower() != "close"
         api = _ROUTES.get(path)
         if api is None:
-            await _write_json(writer, 404, {"error": {"message": f"no route {path}"}})
-            return
+            await _write_json(writer, 404, {"error": {"message": f"no route {path}"}}, keep=keep)
+            return keep
         try:
             body = json.loads(raw)
         except ValueError:
-            await _write_json(writer, 400, {"error": {"message": "body is not JSON"}})
-            return
+            await _write_json(writer, 400, {"error": {"message": "body is not JSON"}}, keep=keep)
+            return keep
         request = MockRequest(api=api, path=path, headers=headers, body=body)
         self.requests.append(request)
         step = await self._next_step(request)
         await asyncio.sleep(step.first_byte_delay)
         if isinstance(step, MockFailure):
-            await _write_failure(writer, api, step)
-        elif request.stream:
-            await _write_stream(writer, _stream_payloads(request, step), step.disconnect_after)
-        elif step.disconnect_after is None:
-            await _write_json(writer, 200, _whole_answer(request, step))
+            await _write_failure(writer, api, step, keep=keep)
+            return keep
+        if step.disconnect_after is not None:
+            if request.stream:
+                await _write_stream(writer, _stream_payloads(request, step), step.disconnect_after, keep=False)
+            return False
+        if request.stream:
+            await _write_stream(writer, _stream_payloads(request, step), None, keep=keep)
+        else:
+            await _write_json(writer, 200, _whole_answer(request, step), keep=keep)
+        return keep
 
     async def _next_step(self, request: MockRequest) -> MockStep:
         if self._script:
@@ -232,26 +249,34 @@ def _status_line(status: int) -> str:
     return f"HTTP/1.1 {status} {phrase}\r\n"
 
 
-async def _write_json(writer: asyncio.StreamWriter, status: int, body: object, headers: str = "") -> None:
+def _connection_header(keep: bool) -> str:
+    return f"Connection: {'keep-alive' if keep else 'close'}\r\n"
+
+
+async def _write_json(
+    writer: asyncio.StreamWriter, status: int, body: object, headers: str = "", *, keep: bool = False
+) -> None:
     data = json.dumps(body).encode()
     head = f"{_status_line(status)}Content-Type: application/json\r\nContent-Length: {len(data)}\r\n"
-    writer.write(f"{head}{headers}Connection: close\r\n\r\n".encode() + data)
+    writer.write(f"{head}{headers}{_connection_header(keep)}\r\n".encode() + data)
     await writer.drain()
 
 
-async def _write_failure(writer: asyncio.StreamWriter, api: str, failure: MockFailure) -> None:
+async def _write_failure(writer: asyncio.StreamWriter, api: str, failure: MockFailure, *, keep: bool = False) -> None:
     headers = f"retry-after: {failure.retry_after}\r\n" if failure.retry_after is not None else ""
     if api == "anthropic":
         kind = _ANTHROPIC_ERROR.get(failure.status, "invalid_request_error")
         body: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": failure.message}}
     else:
         body = {"error": {"message": failure.message, "type": "mock_error", "code": failure.status}}
-    await _write_json(writer, failure.status, body, headers)
+    await _write_json(writer, failure.status, body, headers, keep=keep)
 
 
-async def _write_stream(writer: asyncio.StreamWriter, payloads: list[str], disconnect_after: int | None) -> None:
+async def _write_stream(
+    writer: asyncio.StreamWriter, payloads: list[str], disconnect_after: int | None, *, keep: bool = False
+) -> None:
     head = "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n"
-    writer.write(f"{_status_line(200)}{head}Connection: close\r\n\r\n".encode())
+    writer.write(f"{_status_line(200)}{head}{_connection_header(keep)}\r\n".encode())
     for count, payload in enumerate(payloads):
         if disconnect_after is not None and count >= disconnect_after:
             return  # closing without the final empty chunk is a broken stream to the client
