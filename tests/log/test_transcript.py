@@ -5,6 +5,7 @@ from stellate.log import (
     Event,
     ToolCall,
     ToolMessage,
+    TranscriptFold,
     UserMessage,
     derive_transcript,
     sanitize_messages,
@@ -87,3 +88,40 @@ def test_sanitize_drops_incomplete_groups_and_orphan_results() -> None:
         AssistantMessage(content="", tool_calls=(call,)),
         ToolMessage(call_id="x", name="t", content="ok"),
     ]
+
+
+def _closed_turn(first_seq: int, turn: int, text: str) -> list[Event]:
+    return [
+        Event(seq=first_seq, type="turn/start", time=0, data={"turn": turn}),
+        Event(seq=first_seq + 1, type="user/message", time=0, data={"content": text}),
+        Event(seq=first_seq + 2, type="assistant/message", time=0, data={"content": "ok", "tool_calls": []}),
+        Event(seq=first_seq + 3, type="turn/end", time=0, data={"turn": turn, "reason": "completed"}),
+    ]
+
+
+def test_a_copied_fold_shares_messages_and_stays_independent_of_its_source() -> None:
+    source = TranscriptFold(weigh=lambda m: 1)
+    for event in _closed_turn(0, 1, "a") + _closed_turn(4, 2, "b"):
+        source.add(event)
+    twin = source.copy()
+    for event in _closed_turn(8, 3, "source only"):
+        source.add(event)
+    shared = twin.runs[-1]
+    assert shared.count == 4 and len(shared.messages) == 6  # the source's own list, not a copy of it
+    source.compact(5, "summary")
+    for event in _closed_turn(8, 3, "twin only"):
+        twin.add(event)
+    assert [m.content for m in twin.messages()] == ["a", "ok", "b", "ok", "twin only", "ok"]
+    assert [m.content for m in source.messages()] == ["ok", "source only", "ok"]
+    assert twin.kept_weight == 6 and source.kept_weight == 3 and twin.summary is None
+
+
+def test_kept_since_returns_the_messages_from_a_seq_across_shared_runs() -> None:
+    fold = TranscriptFold()
+    for event in _closed_turn(0, 1, "a"):
+        fold.add(event)
+    fold = fold.copy()
+    for event in _closed_turn(4, 2, "b"):
+        fold.add(event)
+    since = fold.kept_since(2)
+    assert since.seqs == [2, 5, 6] and [m.content for m in since.messages] == ["ok", "b", "ok"]

@@ -10,11 +10,12 @@ from __future__ import annotations
 import bisect
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
-from stellate.log.events import Event
+from stellate.log.events import SURFACE_TYPES, Event
 from stellate.log.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage, message_from_json
 
-__all__ = ["Transcript", "TranscriptFold", "derive_transcript", "event_messages", "sanitize_messages"]
+__all__ = ["KeptRun", "Transcript", "TranscriptFold", "derive_transcript", "event_messages", "sanitize_messages"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -47,11 +48,33 @@ def event_messages(event: Event) -> list[Message]:
     return []
 
 
+@dataclass(frozen=True, slots=True)
+class KeptRun:
+    """The first ``count`` entries of three parallel lists that are only ever appended to: a shared, immutable run.
+
+    A fold hands its lists to a fork (or a decoded segment hands its own) without copying them: the owner may
+    append after ``count``, but never changes or removes an entry before it.
+    """
+
+    seqs: list[int]
+    messages: list[Message]
+    weights: list[int]
+    count: int
+
+    def tail(self, start: int) -> KeptRun:
+        """The part of this run whose seqs are ``>= start`` (as a new run over fresh lists)."""
+        at = bisect.bisect_left(self.seqs, start, 0, self.count)
+        end = self.count
+        return KeptRun(self.seqs[at:end], self.messages[at:end], self.weights[at:end], end - at)
+
+
 class TranscriptFold:
     """Incremental transcript derivation: absorb events one by one, read the transcript at any point.
 
     Messages of closed turns are final (the invariants guarantee their tool groups are complete), so only
     the open turn is sanitized when the transcript is read; reading costs a list copy, not a re-fold.
+    Closed-turn messages live in shared immutable runs (inherited from a fork source or decoded from stored
+    segments) followed by the fold's own lists, so a fork shares its source's messages instead of copying them.
 
     Args:
         weigh: Optional weight of a message (a token estimate); the fold keeps the sum for closed turns.
@@ -59,23 +82,97 @@ class TranscriptFold:
 
     def __init__(self, weigh: Callable[[Message], int] | None = None) -> None:
         self._weigh = weigh
-        self.kept_seqs: list[int] = []
-        self.kept: list[Message] = []
-        self.kept_weights: list[int] = []
+        self.runs: tuple[KeptRun, ...] = ()
+        """Shared runs before the fold's own lists, oldest first."""
+        self._seqs: list[int] = []
+        self._messages: list[Message] = []
+        self._weights: list[int] = []
         self.kept_weight = 0
         self.turn: list[tuple[int, Message]] | None = None
         self.turn_has_output = False
         self.summary: str | None = None
         self.summary_through_seq: int | None = None
+        self.cut_through = -1
+        """Highest ``through_seq`` of any compaction so far: closed-turn messages at or before it are gone."""
+
+    @classmethod
+    def from_runs(
+        cls,
+        runs: Iterable[KeptRun],
+        *,
+        weigh: Callable[[Message], int] | None,
+        summary: str | None,
+        summary_through_seq: int | None,
+        cut_through: int,
+    ) -> TranscriptFold:
+        """A fold between turns whose closed-turn messages are ``runs``, minus those at or before ``cut_through``."""
+        fold = cls(weigh)
+        kept = [run if not run.count or run.seqs[0] > cut_through else run.tail(cut_through + 1) for run in runs]
+        fold.runs = tuple(run for run in kept if run.count)
+        fold.kept_weight = sum(sum(run.weights[: run.count]) for run in fold.runs)
+        fold.summary, fold.summary_through_seq, fold.cut_through = summary, summary_through_seq, cut_through
+        return fold
+
+    # -- reading the closed-turn messages -------------------------------------------------------
+
+    def _all_runs(self) -> list[KeptRun]:
+        return [*self.runs, KeptRun(self._seqs, self._messages, self._weights, len(self._seqs))]
+
+    @property
+    def kept(self) -> list[Message]:
+        """Closed-turn messages after the summary, in order (a new list)."""
+        return self._flat(lambda run: run.messages)
+
+    @property
+    def kept_seqs(self) -> list[int]:
+        """Seq of the event each of `kept` comes from."""
+        return self._flat(lambda run: run.seqs)
+
+    @property
+    def kept_weights(self) -> list[int]:
+        """Weight of each of `kept`."""
+        return self._flat(lambda run: run.weights)
+
+    def _flat(self, column: Callable[[KeptRun], list[Any]]) -> list[Any]:
+        out: list[Any] = []
+        for run in self._all_runs():
+            values = column(run)
+            out.extend(values if run.count == len(values) else values[: run.count])
+        return out
+
+    def kept_since(self, start: int) -> KeptRun:
+        """The closed-turn messages whose seq is ``>= start`` (typically a short tail: scanned from the end)."""
+        parts: list[KeptRun] = []
+        for run in reversed(self._all_runs()):
+            if not run.count:
+                continue
+            parts.append(run.tail(start))
+            if run.seqs[0] < start:
+                break
+        parts.reverse()
+        return KeptRun(
+            [s for p in parts for s in p.seqs],
+            [m for p in parts for m in p.messages],
+            [w for p in parts for w in p.weights],
+            sum(p.count for p in parts),
+        )
+
+    # -- folding --------------------------------------------------------------------------------
 
     def copy(self, weigh: Callable[[Message], int] | None = None) -> TranscriptFold:
-        """An independent fold in the same state (lists copied, messages shared: they are immutable)."""
+        """An independent fold in the same state, sharing (not copying) every closed-turn message.
+
+        O(number of runs): the own lists become one more shared run of the twin, and this fold only ever
+        appends to them (a compaction replaces them instead of cutting them in place).
+        """
         twin = TranscriptFold(weigh if weigh is not None else self._weigh)
-        twin.kept_seqs, twin.kept, twin.kept_weights = list(self.kept_seqs), list(self.kept), list(self.kept_weights)
+        own = KeptRun(self._seqs, self._messages, self._weights, len(self._seqs))
+        twin.runs = (*self.runs, own) if own.count else self.runs
         twin.kept_weight = self.kept_weight
         twin.turn = list(self.turn) if self.turn is not None else None
         twin.turn_has_output = self.turn_has_output
         twin.summary, twin.summary_through_seq = self.summary, self.summary_through_seq
+        twin.cut_through = self.cut_through
         return twin
 
     def add(self, event: Event) -> None:
@@ -86,7 +183,7 @@ class TranscriptFold:
             self._end_turn(event.data["reason"])
         elif event.type == "compaction/summary":
             self.compact(event.data["through_seq"], event.data["summary"])
-        else:
+        elif event.type in SURFACE_TYPES:
             for message in event_messages(event):
                 self._add_message(event.seq, message)
 
@@ -99,9 +196,9 @@ class TranscriptFold:
 
     def _keep(self, seq: int, message: Message) -> None:
         weight = self._weigh(message) if self._weigh else 0
-        self.kept_seqs.append(seq)
-        self.kept.append(message)
-        self.kept_weights.append(weight)
+        self._seqs.append(seq)
+        self._messages.append(message)
+        self._weights.append(weight)
         self.kept_weight += weight
 
     def _end_turn(self, reason: str) -> None:
@@ -113,9 +210,12 @@ class TranscriptFold:
     def compact(self, through_seq: int, summary: str) -> None:
         """Replace everything at or before ``through_seq`` with ``summary``."""
         self.summary, self.summary_through_seq = summary, through_seq
-        cut = bisect.bisect_right(self.kept_seqs, through_seq)
-        del self.kept_seqs[:cut], self.kept[:cut], self.kept_weights[:cut]
-        self.kept_weight = sum(self.kept_weights)
+        self.cut_through = max(self.cut_through, through_seq)
+        seqs, messages, weights = self.kept_seqs, self.kept, self.kept_weights
+        cut = bisect.bisect_right(seqs, through_seq)
+        # New lists, never a cut in place: forks may share the old ones.
+        self.runs, self._seqs, self._messages, self._weights = (), seqs[cut:], messages[cut:], weights[cut:]
+        self.kept_weight = sum(self._weights)
         if self.turn is not None:
             self.turn = [(s, m) for s, m in self.turn if s > through_seq]
 

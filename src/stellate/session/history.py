@@ -1,20 +1,28 @@
 """An in-memory mirror of one session's log, kept current event by event.
 
 It holds what context assembly needs — the transcript fold, the session's own slots and the turn cursor —
-so a turn never rereads the log: per-turn cost stays flat however long the history grows.
+so a turn never rereads the log: per-turn cost stays flat however long the history grows. While it folds, it
+cuts the log into immutable fold segments (`stellate.log.segments`) for the session to store, and a cold open
+(`load_history`) starts from the stored segments and folds only the events after the last one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+import contextlib
+from collections.abc import Callable, Iterable, Sequence
 
+from stellate.errors import StoreError
 from stellate.log.events import Event
 from stellate.log.invariants import Cursor, advance
 from stellate.log.messages import Message, ToolCall
+from stellate.log.segments import SEGMENT_EVENTS, FoldSegment, decode_segment, encode_segment
 from stellate.log.state import Slots, fold_slots
-from stellate.log.transcript import TranscriptFold
+from stellate.log.transcript import KeptRun, TranscriptFold
+from stellate.store.base import BaseStore
+from stellate.store.segments import StoredSegment
+from stellate.store.types import SessionId, SessionRecord
 
-__all__ = ["History"]
+__all__ = ["History", "load_history", "store_new_segments"]
 
 
 class History:
@@ -23,10 +31,12 @@ class History:
     Args:
         inherited: Number of events read by reference from the fork source; slots fold only from later ones.
         weigh: Token estimate of one message, kept summed by the fold.
+        weigh_key: Names ``weigh`` in stored segments, so weights made by another counter are not reused.
     """
 
-    def __init__(self, *, inherited: int, weigh: Callable[[Message], int] | None = None) -> None:
+    def __init__(self, *, inherited: int, weigh: Callable[[Message], int] | None = None, weigh_key: str = "") -> None:
         self.inherited = inherited
+        self.weigh_key = weigh_key
         self.fold = TranscriptFold(weigh)
         self.slots = Slots()
         self.cursor = Cursor()
@@ -38,13 +48,58 @@ class History:
         """Turn number at the newest consolidation (for consolidation every N user turns)."""
         self.bounded_through: int | None = None
         """Set when compression failed: history at or before this seq is left out of the next call only."""
+        self.segment_end = 0
+        """Where the events not covered by a (stored or new) fold segment begin."""
+        self.new_segments: list[FoldSegment] = []
+        """Segments cut while folding, for the session to store once their events are committed."""
 
-    def fork(self, *, weigh: Callable[[Message], int] | None = None) -> History:
-        """The history of a child that inherits this whole log: same transcript, no slots (O(1) I/O)."""
-        child = History(inherited=self.cursor.next_seq, weigh=weigh)
+    def fork(self, *, weigh: Callable[[Message], int] | None = None, weigh_key: str = "") -> History:
+        """The history of a child that inherits this whole log: same transcript, no slots.
+
+        The child shares this fold's messages (no copy: O(1) in the history's length) and continues its
+        segments where this history's end.
+        """
+        child = History(inherited=self.cursor.next_seq, weigh=weigh, weigh_key=weigh_key)
         child.fold = self.fold.copy(weigh)
         child.cursor = self.cursor
+        child.segment_end = self.segment_end
         return child
+
+    @classmethod
+    def from_segments(
+        cls,
+        segments: Sequence[tuple[FoldSegment, bool]],
+        *,
+        inherited: int,
+        weigh: Callable[[Message], int] | None = None,
+        weigh_key: str = "",
+    ) -> History:
+        """The history at the end of a chain of segments (each flagged True when this session wrote it).
+
+        Only segments holding messages after the last compaction are read; their messages are shared, not
+        copied, unless another token counter weighed them.
+        """
+        last, own = segments[-1]
+        history = cls(inherited=inherited, weigh=weigh, weigh_key=weigh_key)
+        runs = [
+            segment.kept if weigh is None or segment.weigh_key == weigh_key else _reweigh(segment.kept, weigh)
+            for segment, _ in segments
+            if segment.end - 1 > last.cut_through
+        ]
+        history.fold = TranscriptFold.from_runs(
+            runs,
+            weigh=weigh,
+            summary=last.summary,
+            summary_through_seq=last.summary_through_seq,
+            cut_through=last.cut_through,
+        )
+        history.cursor = last.cursor
+        if own:
+            history.slots = last.slots
+            history.last_fork_turn, history.consolidated_turn = last.last_fork_turn, last.consolidated_turn
+        history.bounded_through = last.bounded_through
+        history.segment_end = last.end
+        return history
 
     @property
     def next_seq(self) -> int:
@@ -70,6 +125,27 @@ class History:
                 self.bounded_through = event.data["dropped_through_seq"]
             elif event.type in ("assistant/message", "compaction/summary", "turn/end"):
                 self.bounded_through = None
+            if event.seq + 1 - self.segment_end >= SEGMENT_EVENTS and not self.cursor.turn_open:
+                self._cut_segment()
+
+    def _cut_segment(self) -> None:
+        fold = self.fold
+        segment = FoldSegment(
+            start=self.segment_end,
+            end=self.cursor.next_seq,
+            kept=fold.kept_since(self.segment_end),
+            weigh_key=self.weigh_key,
+            summary=fold.summary,
+            summary_through_seq=fold.summary_through_seq,
+            cut_through=fold.cut_through,
+            cursor=self.cursor,
+            slots=self.slots,
+            last_fork_turn=self.last_fork_turn,
+            consolidated_turn=self.consolidated_turn,
+            bounded_through=self.bounded_through,
+        )
+        self.new_segments.append(segment)
+        self.segment_end = segment.end
 
     def history_messages(self) -> list[Message]:
         """Messages after the summary (open turn included), minus any part dropped by a failed compression."""
@@ -78,3 +154,79 @@ class History:
         seqs, kept = self.fold.kept_seqs, self.fold.kept
         keep_from = next((i for i, s in enumerate(seqs) if s > self.bounded_through), len(kept))
         return kept[keep_from:] + self.fold.open_turn_messages()
+
+
+async def store_new_segments(store: BaseStore, session_id: SessionId, history: History) -> None:
+    """Store the segments ``history`` cut since the last call (call it once their events are committed).
+
+    Segments are derived data: a store that refuses them (busy, read-only) only leaves the next cold open
+    more events to fold, so the failure is not raised.
+    """
+    segments, history.new_segments = history.new_segments, []
+    if not segments:
+        return
+    rows = [StoredSegment(session_id=session_id, start=s.start, end=s.end, data=encode_segment(s)) for s in segments]
+    with contextlib.suppress(StoreError):
+        await store.write_fold_segments(rows)
+
+
+def _reweigh(run: KeptRun, weigh: Callable[[Message], int]) -> KeptRun:
+    messages = run.messages[: run.count]
+    return KeptRun(run.seqs[: run.count], messages, [weigh(m) for m in messages], run.count)
+
+
+async def load_history(
+    store: BaseStore,
+    record: SessionRecord,
+    *,
+    weigh: Callable[[Message], int] | None = None,
+    weigh_key: str = "",
+    stop: int | None = None,
+) -> History:
+    """Fold ``record``'s log from its stored segments plus the events after them (all events without any).
+
+    With ``stop``, the history of the log's first ``stop`` events (for rebuilding a past context).
+    Segments that are missing or damaged cost time, never correctness: their events are folded instead.
+    """
+    end = stop if stop is not None else record.next_seq
+    # A chain from seq 0 needs at least one segment, and none is shorter than SEGMENT_EVENTS: no query below.
+    stored = await store.read_fold_segments(record.id) if end >= SEGMENT_EVENTS else []
+    chain = _usable_chain(stored, record.id, end)
+    if chain:
+        history = History.from_segments(chain, inherited=record.inherited, weigh=weigh, weigh_key=weigh_key)
+    else:
+        history = History(inherited=record.inherited, weigh=weigh, weigh_key=weigh_key)
+    history.absorb(await store.read_events(record.id, start=history.segment_end, stop=stop))
+    return history
+
+
+def _usable_chain(stored: Sequence[StoredSegment], session_id: str, stop: int) -> list[tuple[FoldSegment, bool]]:
+    """The longest run of segments from seq 0 that decode, skipping (undecoded) those wholly compacted away."""
+    starts: dict[int, StoredSegment] = {}
+    for row in stored:  # at each start the longest segment wins
+        if row.end <= stop and (row.start not in starts or row.end > starts[row.start].end):
+            starts[row.start] = row
+    rows: list[StoredSegment] = []
+    while (rows[-1].end if rows else 0) in starts:
+        rows.append(starts[rows[-1].end if rows else 0])
+    while rows:
+        last = _decode(rows[-1])
+        if last is None:
+            rows.pop()
+            continue
+        chain: list[tuple[FoldSegment, bool]] = []
+        # Segments wholly compacted away are not even decoded: the next call needs none of their messages.
+        for index, row in [(i, r) for i, r in enumerate(rows[:-1]) if r.end - 1 > last.cut_through]:
+            segment = _decode(row)
+            if segment is None:
+                del rows[index:]  # a damaged segment: the chain ends before it
+                break
+            chain.append((segment, row.session_id == session_id))
+        else:
+            return [*chain, (last, rows[-1].session_id == session_id)]
+    return []
+
+
+def _decode(row: StoredSegment) -> FoldSegment | None:
+    segment = decode_segment(row.data)
+    return segment if segment is not None and (segment.start, segment.end) == (row.start, row.end) else None

@@ -19,7 +19,7 @@ from stellate.log.events import Event, NewEvent, make_event
 from stellate.log.messages import Message, SystemMessage, message_to_json
 from stellate.log.transcript import sanitize_messages
 from stellate.session.context import build_context, build_prefix, summary_text
-from stellate.session.history import History
+from stellate.session.history import History, load_history, store_new_segments
 from stellate.session.prompts import default_compress_fn, default_consolidate_fn
 from stellate.session.turn import Turn
 from stellate.session.types import (
@@ -48,7 +48,7 @@ class Session:
         """Identity and lineage as stored (slots and cursor live in `history`)."""
         self.runtime = runtime
         self.counter: TokenCounter = runtime.token_counter or default_token_counter()
-        self.history = History(inherited=record.inherited, weigh=self._weigh)
+        self.history = History(inherited=record.inherited, weigh=self._weigh, weigh_key=self._weigh_key)
         self._pending: list[NewEvent] = []
         self._flush_lock = asyncio.Lock()
         self._calibration = 0
@@ -90,10 +90,11 @@ class Session:
         """Open ``record``; with its fork ``source`` in memory, reuse the source's fold and read only own events."""
         session = cls(store, record, runtime)
         if source is not None and source.history.next_seq == record.inherited and not source._pending:
-            session.history = source.history.fork(weigh=session._weigh)
+            session.history = source.history.fork(weigh=session._weigh, weigh_key=session._weigh_key)
             session.history.absorb(await store.read_events(record.id, start=record.inherited))
-        else:
-            session.history.absorb(await store.read_events(record.id))
+        else:  # from the stored fold segments, folding only the events after them
+            session.history = await load_history(store, record, weigh=session._weigh, weigh_key=session._weigh_key)
+        await store_new_segments(store, record.id, session.history)
         return session
 
     async def open_child(self, record: SessionRecord, runtime: SessionRuntime | None = None) -> Session:
@@ -220,8 +221,7 @@ class Session:
         found = await self.store.read_events(self.id, start=reply_seq, stop=reply_seq + 1)
         if not found or found[0].type != "assistant/message":
             raise UsageError(f"seq {reply_seq} of session {self.id} is not an assistant message")
-        past = History(inherited=self.record.inherited)
-        past.absorb(await self.store.read_events(self.id, stop=reply_seq))
+        past = await load_history(self.store, self.record, stop=reply_seq)
         if not past.cursor.step_open:
             raise UsageError(f"seq {reply_seq} was not produced by a model call (it stands outside a step)")
         return build_context(past, self.runtime.language)
@@ -356,6 +356,7 @@ class Session:
             except BaseException:
                 await self._reload()
                 raise
+            await store_new_segments(self.store, self.id, self.history)
 
     async def _rebase(self, batch: list[NewEvent]) -> None:
         await self._reload()
@@ -369,14 +370,18 @@ class Session:
 
     async def _reload(self) -> None:
         self.record = await self.store.get_session(self.id)
-        self.history = History(inherited=self.record.inherited, weigh=self._weigh)
-        self.history.absorb(await self.store.read_events(self.id))
+        self.history = await load_history(self.store, self.record, weigh=self._weigh, weigh_key=self._weigh_key)
         self._pending = []
 
     # -- token estimates -------------------------------------------------------------------------
 
     def _weigh(self, message: Message) -> int:
         return self.counter.count((message,))
+
+    @property
+    def _weigh_key(self) -> str:
+        """Names the token counter in stored fold segments (weights of another counter are recomputed)."""
+        return type(self.counter).__qualname__
 
     def _calibrate(self, offset: int) -> None:
         """Remember how far the estimate was from the provider's count for the last call."""

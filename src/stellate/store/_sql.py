@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
+from json import loads
 from typing import Any
 
-from stellate.log.events import Event
+from stellate.log.events import Event, stored_event
 from stellate.log.invariants import Cursor
 from stellate.log.state import Slots
 from stellate.store._batch import PlannedAppend
@@ -113,15 +114,9 @@ def event_rows(session_id: SessionId, planned: PlannedAppend) -> list[tuple[Any,
 
 
 def event_from_row(row: Sequence[Any]) -> Event:
-    """An `Event` from ``seq, type, time, data, ignorable``."""
+    """An `Event` from ``seq, type, time, data, ignorable`` (``data`` is JSON text, or decoded by PostgreSQL)."""
     data = row[3]
-    return Event(
-        seq=row[0],
-        type=row[1],
-        time=row[2],
-        data=json.loads(data) if isinstance(data, str) else data,
-        ignorable=bool(row[4]),
-    )
+    return stored_event(row[0], row[1], row[2], loads(data) if type(data) is str else data, bool(row[4]))
 
 
 def select_events_sql(*, placeholder: str, types: Sequence[str] | None, reverse: bool, limit: int | None) -> str:

@@ -20,6 +20,7 @@ from stellate.log.fork import check_explicit_boundary, clip_to_completed_turn, r
 from stellate.log.invariants import Cursor
 from stellate.log.repair import repair_events
 from stellate.store._batch import PlannedAppend, plan_append
+from stellate.store.segments import StoredSegment
 from stellate.store.types import Anchor, Boundary, CompletedTurn, ForkRequest, SessionId, SessionRecord
 
 __all__ = ["BaseStore", "Store", "new_session_id"]
@@ -356,6 +357,34 @@ class BaseStore(abc.ABC):
             out.extend(await self.list_sessions(parent_id=out[i].id))
             i += 1
         return out
+
+    # -- derived fold segments (stellate.store.segments) -----------------------------------------
+
+    async def read_fold_segments(self, session_id: SessionId) -> list[StoredSegment]:
+        """The stored fold segments a cold open of ``session_id`` may use.
+
+        Its own, and those of its fork sources that end within the prefix it inherits.
+
+        Raises:
+            NotFoundError: unknown session.
+        """
+        out: list[StoredSegment] = []
+        for sid, _, hi in await self._segments(session_id, 0, None):
+            out.extend(await self._read_segment_rows(sid, None if sid == session_id else hi))
+        return out
+
+    async def write_fold_segments(self, segments: Sequence[StoredSegment]) -> None:
+        """Store fold segments, replacing one stored for the same session and range (it may be damaged)."""
+        if segments:
+            await self._write_segment_rows(segments)
+
+    async def _read_segment_rows(self, session_id: SessionId, max_end: int | None) -> list[StoredSegment]:
+        """A session's own stored segments (ending at or before ``max_end``); none in a backend without them."""
+        return []
+
+    async def _write_segment_rows(self, segments: Sequence[StoredSegment]) -> None:
+        """Insert or replace segments; a backend without them keeps nothing."""
+        return None
 
     async def __aenter__(self) -> BaseStore:
         return self

@@ -9,6 +9,7 @@ from stellate.errors import ConflictError, NotFoundError
 from stellate.log.events import Event, NewEvent
 from stellate.store._batch import PlannedAppend, plan_append
 from stellate.store.base import BaseStore
+from stellate.store.segments import StoredSegment
 from stellate.store.types import SessionId, SessionRecord
 
 __all__ = ["MemoryStore"]
@@ -22,6 +23,7 @@ class MemoryStore(BaseStore):
         self._records: dict[SessionId, SessionRecord] = {}
         self._events: dict[SessionId, list[Event]] = {}
         self._lock = asyncio.Lock()
+        self._segments_by_session: dict[SessionId, dict[tuple[int, int], StoredSegment]] = {}
 
     @classmethod
     async def open(cls, url: str = "memory://") -> MemoryStore:
@@ -91,6 +93,14 @@ class MemoryStore(BaseStore):
         if roots:
             return [r for r in records if r.parent_id is None]
         return records
+
+    async def _read_segment_rows(self, session_id: SessionId, max_end: int | None) -> list[StoredSegment]:
+        rows = self._segments_by_session.get(session_id, {}).values()
+        return [row for row in rows if max_end is None or row.end <= max_end]
+
+    async def _write_segment_rows(self, segments: Sequence[StoredSegment]) -> None:
+        for segment in segments:
+            self._segments_by_session.setdefault(segment.session_id, {})[segment.start, segment.end] = segment
 
     async def close(self) -> None:
         """Nothing to release."""

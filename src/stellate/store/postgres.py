@@ -54,6 +54,7 @@ from stellate.store._sql import (
     state_update_row,
 )
 from stellate.store.base import BaseStore
+from stellate.store.segments import StoredSegment
 from stellate.store.types import SessionId, SessionRecord
 
 __all__ = ["MIGRATIONS", "PostgresStore"]
@@ -98,6 +99,16 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE INDEX events_turn_markers ON events (session_id, seq) WHERE type IN ('turn/start', 'turn/end')
     """,
+    # Derived fold segments (stellate.store.segments): dropping the table's rows costs speed, never correctness.
+    """
+    CREATE TABLE fold_segments (
+        session_id TEXT NOT NULL,
+        start_seq BIGINT NOT NULL,
+        end_seq BIGINT NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (session_id, start_seq, end_seq)
+    )
+    """,
 )
 
 _SELECT_RECORD = f"SELECT {', '.join(RECORD_COLUMNS)} FROM sessions"
@@ -115,6 +126,14 @@ _INSERT_EVENTS = (
 _APPEND = (
     f"WITH new_events AS ({_INSERT_EVENTS})"
     f" UPDATE sessions SET {', '.join(c + ' = %s' for c in STATE_COLUMNS)} WHERE id = %s"
+)
+_SELECT_SEGMENTS = (
+    "SELECT session_id, start_seq, end_seq, data FROM fold_segments WHERE session_id = %s AND end_seq <= %s"
+)
+_INSERT_SEGMENTS = (
+    "INSERT INTO fold_segments (session_id, start_seq, end_seq, data)"
+    " SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[])"
+    " ON CONFLICT (session_id, start_seq, end_seq) DO UPDATE SET data = EXCLUDED.data"
 )
 _VERSION_TABLE = "CREATE TABLE IF NOT EXISTS stellate_schema (version INTEGER NOT NULL)"
 
@@ -303,6 +322,15 @@ class PostgresStore(BaseStore):
         """All sessions in creation order, or the children of ``parent_id``, or the roots."""
         sql, params = select_sessions_sql(placeholder="%s", parent_id=parent_id, roots=roots)
         return [record_from_row(r) for r in await self._select(sql, params)]
+
+    async def _read_segment_rows(self, session_id: SessionId, max_end: int | None) -> list[StoredSegment]:
+        rows = await self._select(_SELECT_SEGMENTS, (session_id, (1 << 62) if max_end is None else max_end))
+        return [StoredSegment(session_id=SessionId(r[0]), start=r[1], end=r[2], data=r[3]) for r in rows]
+
+    async def _write_segment_rows(self, segments: Sequence[StoredSegment]) -> None:
+        columns = ([s.session_id for s in segments], [s.start for s in segments], [s.end for s in segments])
+        async with self._connection("cannot store fold segments") as conn:
+            await conn.execute(_INSERT_SEGMENTS, (*columns, [s.data for s in segments]))
 
     async def _select(self, query: str, params: Sequence[Any]) -> list[TupleRow]:
         async with self._connection("read failed") as conn:

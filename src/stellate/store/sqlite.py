@@ -31,11 +31,14 @@ from stellate.store._sql import (
     state_update_row,
 )
 from stellate.store.base import BaseStore
+from stellate.store.segments import StoredSegment
 from stellate.store.types import SessionId, SessionRecord
 
 __all__ = ["MIGRATIONS", "SqliteStore", "sqlite_path"]
 
 T = TypeVar("T")
+
+_MAX_SEQ = 1 << 62
 
 #: Append-only: never edit a released entry, add a new one.
 MIGRATIONS: tuple[str, ...] = (
@@ -70,11 +73,25 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (session_id, seq)
     ) WITHOUT ROWID;
     """,
+    # Derived fold segments (stellate.store.segments): dropping the table's rows costs speed, never correctness.
+    """
+    CREATE TABLE fold_segments (
+        session_id TEXT NOT NULL,
+        start_seq INTEGER NOT NULL,
+        end_seq INTEGER NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (session_id, start_seq, end_seq)
+    );
+    """,
 )
 
 _SELECT_RECORD = f"SELECT {', '.join(RECORD_COLUMNS)} FROM sessions"
 _INSERT_RECORD = f"INSERT INTO sessions ({', '.join(RECORD_COLUMNS)}) VALUES ({', '.join('?' * len(RECORD_COLUMNS))})"
 _UPDATE_STATE = f"UPDATE sessions SET {', '.join(c + ' = ?' for c in STATE_COLUMNS)} WHERE id = ?"
+_SELECT_SEGMENTS = (
+    "SELECT session_id, start_seq, end_seq, data FROM fold_segments WHERE session_id = ? AND end_seq <= ?"
+)
+_INSERT_SEGMENT = "INSERT OR REPLACE INTO fold_segments (session_id, start_seq, end_seq, data) VALUES (?, ?, ?, ?)"
 _INSERT_EVENTS = f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) VALUES ({', '.join('?' * len(EVENT_COLUMNS))})"
 
 
@@ -237,6 +254,18 @@ class SqliteStore(BaseStore):
         """All sessions in creation order, or the children of ``parent_id``, or the roots."""
         sql, params = select_sessions_sql(placeholder="?", parent_id=parent_id, roots=roots)
         return [record_from_row(r) for r in await self._run(self._select, sql, params)]
+
+    async def _read_segment_rows(self, session_id: SessionId, max_end: int | None) -> list[StoredSegment]:
+        rows = await self._run(self._select, _SELECT_SEGMENTS, (session_id, _MAX_SEQ if max_end is None else max_end))
+        return [StoredSegment(session_id=SessionId(r[0]), start=r[1], end=r[2], data=r[3]) for r in rows]
+
+    async def _write_segment_rows(self, segments: Sequence[StoredSegment]) -> None:
+        rows = [(s.session_id, s.start, s.end, s.data) for s in segments]
+        await self._run(self._write_segments_sync, rows)
+
+    def _write_segments_sync(self, rows: list[tuple[Any, ...]]) -> None:
+        with self._write():
+            self._db.executemany(_INSERT_SEGMENT, rows)
 
     async def close(self) -> None:
         """Close the connection and stop the thread; safe to call twice."""
