@@ -327,7 +327,7 @@ class Agent:
 
     async def list_session_digests(self) -> list[SessionDigest]:
         """Digests of every session, in creation order (one query)."""
-        return [digest_of(r) for r in await (await self.store()).list_sessions()]
+        return await (await self.store()).list_digests()
 
     async def get_topology(self) -> list[TopologyNode]:
         """The forest: roots in creation order, each with its subtree."""

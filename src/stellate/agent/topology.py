@@ -5,39 +5,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from stellate.store.digests import SessionDigest, digest_of
 from stellate.store.types import SessionRecord
 
 __all__ = ["SessionDigest", "TopologyNode", "build_forest", "digest_of"]
-
-
-@dataclass(frozen=True, slots=True, kw_only=True)
-class SessionDigest:
-    """What the reflection layer reads about one session (never its full history)."""
-
-    id: str
-    label: str
-    status: str
-    parent_id: str | None
-    memory: str | None
-    insight: str | None
-    turn_count: int
-    last_activity: int
-    """Epoch milliseconds of the newest event."""
-
-
-def digest_of(record: SessionRecord) -> SessionDigest:
-    """The digest of a stored session."""
-    slots = record.slots
-    return SessionDigest(
-        id=record.id,
-        label=slots.label,
-        status=slots.status,
-        parent_id=record.parent_id,
-        memory=slots.memory,
-        insight=slots.insight,
-        turn_count=record.turn_count,
-        last_activity=slots.last_activity,
-    )
 
 
 @dataclass(slots=True, kw_only=True)

@@ -11,6 +11,7 @@ from stellate.log.events import Event, stored_event
 from stellate.log.invariants import Cursor
 from stellate.log.state import Slots
 from stellate.store._batch import PlannedAppend
+from stellate.store.digests import SessionDigest
 from stellate.store.types import SessionId, SessionRecord
 
 __all__ = [
@@ -18,9 +19,11 @@ __all__ = [
     "RECORD_COLUMNS",
     "STATE_COLUMNS",
     "event_from_row",
+    "digest_from_row",
     "event_rows",
     "record_from_row",
     "record_row",
+    "select_digests_sql",
     "select_events_sql",
     "select_sessions_sql",
     "state_update_row",
@@ -45,6 +48,8 @@ RECORD_COLUMNS = (
     "next_seq",
     "cursor",
 )
+#: Columns of a `SessionDigest`, in its field order: a listing decodes none of the JSON columns.
+DIGEST_COLUMNS = ("id", "label", "status", "parent_id", "memory", "insight", "turn_count", "last_activity")
 EVENT_COLUMNS = ("session_id", "seq", "type", "time", "data", "ignorable")
 
 #: Columns an append rewrites; the identity and lineage columns never change.
@@ -139,3 +144,19 @@ def select_sessions_sql(*, placeholder: str, parent_id: SessionId | None, roots:
     if roots:
         return f"{select} WHERE parent_id IS NULL ORDER BY position", ()
     return f"{select} ORDER BY position", ()
+
+
+def select_digests_sql() -> str:
+    """Every session's digest columns, in creation order."""
+    return f"SELECT {', '.join(DIGEST_COLUMNS)} FROM sessions ORDER BY position"
+
+
+_digest_setters = [vars(SessionDigest)[name].__set__ for name in DIGEST_COLUMNS]
+
+
+def digest_from_row(row: Sequence[Any]) -> SessionDigest:
+    """A `SessionDigest` from `DIGEST_COLUMNS` (slots set directly: a listing builds thousands of them)."""
+    digest = object.__new__(SessionDigest)
+    for setter, value in zip(_digest_setters, row, strict=True):
+        setter(digest, value)
+    return digest

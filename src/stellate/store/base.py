@@ -20,6 +20,7 @@ from stellate.log.fork import check_explicit_boundary, clip_to_completed_turn, r
 from stellate.log.invariants import Cursor
 from stellate.log.repair import repair_events
 from stellate.store._batch import PlannedAppend, plan_append
+from stellate.store.digests import SessionDigest, digest_of
 from stellate.store.segments import StoredSegment
 from stellate.store.types import Anchor, Boundary, CompletedTurn, ForkRequest, SessionId, SessionRecord
 
@@ -357,6 +358,10 @@ class BaseStore(abc.ABC):
             out.extend(await self.list_sessions(parent_id=out[i].id))
             i += 1
         return out
+
+    async def list_digests(self) -> list[SessionDigest]:
+        """Every session's digest, in creation order (backends read only the digest's columns)."""
+        return [digest_of(r) for r in await self.list_sessions()]
 
     # -- derived fold segments (stellate.store.segments) -----------------------------------------
 

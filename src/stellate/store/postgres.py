@@ -45,15 +45,18 @@ from stellate.store._sql import (
     EVENT_COLUMNS,
     RECORD_COLUMNS,
     STATE_COLUMNS,
+    digest_from_row,
     event_from_row,
     event_rows,
     record_from_row,
     record_row,
+    select_digests_sql,
     select_events_sql,
     select_sessions_sql,
     state_update_row,
 )
 from stellate.store.base import BaseStore
+from stellate.store.digests import SessionDigest
 from stellate.store.segments import StoredSegment
 from stellate.store.types import SessionId, SessionRecord
 
@@ -322,6 +325,10 @@ class PostgresStore(BaseStore):
         """All sessions in creation order, or the children of ``parent_id``, or the roots."""
         sql, params = select_sessions_sql(placeholder="%s", parent_id=parent_id, roots=roots)
         return [record_from_row(r) for r in await self._select(sql, params)]
+
+    async def list_digests(self) -> list[SessionDigest]:
+        """Every session's digest, in creation order (only the digest's columns are read)."""
+        return [digest_from_row(r) for r in await self._select(select_digests_sql(), ())]
 
     async def _read_segment_rows(self, session_id: SessionId, max_end: int | None) -> list[StoredSegment]:
         rows = await self._select(_SELECT_SEGMENTS, (session_id, (1 << 62) if max_end is None else max_end))
