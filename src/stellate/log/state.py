@@ -12,7 +12,7 @@ from typing import Any, Literal, TypeAlias
 from stellate.log._copy import replacer
 from stellate.log.events import Event
 
-__all__ = ["SessionStatus", "Slots", "fold_slots"]
+__all__ = ["SLOT_EVENT_TYPES", "SessionStatus", "Slots", "fold_slots"]
 
 SessionStatus: TypeAlias = Literal["active", "archived"]
 
@@ -39,7 +39,7 @@ def fold_slots(slots: Slots, events: Iterable[Event]) -> Slots:
     """Apply ``events`` (a session's own) to ``slots``."""
     newest = slots.last_activity
     for event in events:
-        if event.type in _SLOT_TYPES:
+        if event.type in SLOT_EVENT_TYPES:
             slots = _apply(slots, event)
         newest = max(newest, event.time)
     return slots if newest == slots.last_activity else replace(slots, last_activity=newest)
@@ -65,7 +65,8 @@ def _apply(slots: Slots, event: Event) -> Slots:
     return slots
 
 
-_SLOT_TYPES = frozenset(
+#: Event types that change a slot.
+SLOT_EVENT_TYPES = frozenset(
     {
         "session/created",
         "label/set",

@@ -16,13 +16,27 @@ from stellate.log.events import Event
 from stellate.log.invariants import Cursor, advance
 from stellate.log.messages import Message, ToolCall
 from stellate.log.segments import SEGMENT_EVENTS, FoldSegment, decode_segment, encode_segment
-from stellate.log.state import Slots, fold_slots
+from stellate.log.state import SLOT_EVENT_TYPES, Slots, fold_slots
+from stellate.log.state import replace as replace_slots
 from stellate.log.transcript import KeptRun, TranscriptFold
 from stellate.store.base import BaseStore
 from stellate.store.segments import StoredSegment
 from stellate.store.types import SessionId, SessionRecord
 
 __all__ = ["History", "load_history", "store_new_segments"]
+
+#: Event types `History._watch` looks at (every other event only moves the cursor and the fold).
+_WATCHED = frozenset(
+    {
+        "assistant/message",
+        "step/end",
+        "session/forked",
+        "memory/put",
+        "error/reported",
+        "compaction/summary",
+        "turn/end",
+    }
+)
 
 
 class History:
@@ -38,7 +52,9 @@ class History:
         self.inherited = inherited
         self.weigh_key = weigh_key
         self.fold = TranscriptFold(weigh)
-        self.slots = Slots()
+        self._slots = Slots()
+        self._newest = 0
+        """Time of the newest own event, folded into ``slots.last_activity`` when the slots are read."""
         self.cursor = Cursor()
         self.pending_calls: tuple[ToolCall, ...] = ()
         """Tool calls requested by the open step's model reply."""
@@ -106,27 +122,49 @@ class History:
         """Seq the next event will get."""
         return self.cursor.next_seq
 
+    @property
+    def slots(self) -> Slots:
+        """The session's own slots (``last_activity`` included) after the events folded so far."""
+        if self._newest > self._slots.last_activity:
+            self._slots = replace_slots(self._slots, last_activity=self._newest)
+        return self._slots
+
+    @slots.setter
+    def slots(self, value: Slots) -> None:
+        self._slots, self._newest = value, value.last_activity
+
     def absorb(self, events: Iterable[Event]) -> None:
         """Fold the next events of the log (they must continue it)."""
+        add, inherited = self.fold.add, self.inherited
         for event in events:
-            self.cursor = advance(self.cursor, event)
-            self.fold.add(event)
-            if event.seq >= self.inherited:
-                self.slots = fold_slots(self.slots, (event,))
-            if event.type == "assistant/message" and self.cursor.step_open:
-                self.pending_calls = tuple(ToolCall(**c) for c in event.data["tool_calls"])
-            elif event.type == "step/end":
-                self.pending_calls = ()
-            if event.type == "session/forked" and event.seq >= self.inherited:
-                self.last_fork_turn = event.data["turn"]
-            elif event.type == "memory/put" and event.seq >= self.inherited and "turn" in event.data:
-                self.consolidated_turn = event.data["turn"]
-            if event.type == "error/reported" and "dropped_through_seq" in event.data:
-                self.bounded_through = event.data["dropped_through_seq"]
-            elif event.type in ("assistant/message", "compaction/summary", "turn/end"):
-                self.bounded_through = None
-            if event.seq + 1 - self.segment_end >= SEGMENT_EVENTS and not self.cursor.turn_open:
+            self.cursor = cursor = advance(self.cursor, event)
+            add(event)
+            kind = event.type
+            if event.seq >= inherited:
+                if kind in SLOT_EVENT_TYPES:
+                    self._slots = fold_slots(self._slots, (event,))
+                if event.time > self._newest:  # last_activity, applied when the slots are read
+                    self._newest = event.time
+            if kind in _WATCHED:
+                self._watch(event, cursor)
+            if event.seq + 1 - self.segment_end >= SEGMENT_EVENTS and not cursor.turn_open:
                 self._cut_segment()
+
+    def _watch(self, event: Event, cursor: Cursor) -> None:
+        """The state kept beside the fold: pending tool calls, fork and consolidation turns, a failed compression."""
+        kind, data, own = event.type, event.data, event.seq >= self.inherited
+        if kind == "assistant/message" and cursor.step_open:
+            self.pending_calls = tuple(ToolCall(**c) for c in data["tool_calls"])
+        elif kind == "step/end":
+            self.pending_calls = ()
+        elif kind == "session/forked" and own:
+            self.last_fork_turn = data["turn"]
+        elif kind == "memory/put" and own and "turn" in data:
+            self.consolidated_turn = data["turn"]
+        if kind == "error/reported" and "dropped_through_seq" in data:
+            self.bounded_through = data["dropped_through_seq"]
+        elif kind in ("assistant/message", "compaction/summary", "turn/end"):
+            self.bounded_through = None
 
     def _cut_segment(self) -> None:
         fold = self.fold

@@ -169,6 +169,8 @@ class SqliteStore(BaseStore):
         return int(row[0] or 0)
 
     def _setup(self, migrate: bool) -> None:
+        if self._read_version() == len(MIGRATIONS):
+            return  # the common case: opening costs no write lock (every CLI run and worker opens cold)
         with self._write():
             version = self._read_version()
             if version > len(MIGRATIONS):
