@@ -212,6 +212,7 @@ class Agent:
         if options.profile is not None and options.profile not in self.registries.profiles:
             plan_fork(source_id=source_id, defaults=self.defaults, parent=SessionConfig(), profiles={}, options=options)
         if self.split_guard is not None:
+            source = await self._loaded(source)  # the guard needs the turn of the last fork, folded from the log
             history = source.history
             self.split_guard.check(turn_count=history.cursor.last_turn, last_fork_turn=history.last_fork_turn)
         parent = SessionConfig(system_prompt=source.system_prompt, skills=source.history.slots.config.get("skills"))
@@ -224,6 +225,8 @@ class Agent:
         )
         await self.get_session_digest(plan.topology_parent_id)
         system_prompt, context = plan.config.system_prompt, plan.context
+        if context not in ("none", "inherit"):
+            source = await self._loaded(source)  # compressing or selecting messages reads the transcript
         if context == "compress":
             system_prompt, context = await self._compressed_context(source, plan.config), "none"
         config = _overlay(plan.config, None, system_prompt)
@@ -239,9 +242,12 @@ class Agent:
             at_seq=options.at_seq,
             boundary=options.boundary,
         )
-        # Open the child from the source's fold now, before the source's log moves on: it then reads only its
-        # own few events, and its first turn costs the same whatever the length of the inherited history.
-        self._remember(await source.open_child(child, self._runtime(config)), config)
+        if source.history.transcript_loaded:
+            # Open the child from the source's fold now, before the source's log moves on: it then reads only its
+            # own few events, and its first turn costs the same whatever the length of the inherited history.
+            self._remember(await source.open_child(child, self._runtime(config)), config)
+        else:
+            self._live[child.id] = config  # opened on first use, from the stored segments of its source
         await source._write(
             [make_event("session/forked", {"child_id": child.id, "turn": source.history.cursor.last_turn})],
             check_writable=False,
@@ -267,10 +273,23 @@ class Agent:
         return f"{prompt or ''}\n\n<parent_context>\n{summary}\n</parent_context>".lstrip("\n")
 
     async def _source(self, source_id: str) -> Session:
-        try:
+        """The fork source: the live session if this agent has it, else one opened from its record alone (O(1)).
+
+        A fork in a fresh process (``stellate sessions fork``, a stateless worker) then costs the same whatever
+        the source's history; only the split guard and the compress and select contexts load the transcript.
+        """
+        cached = self._sessions.get(source_id)
+        if cached is not None:
             return await self._session(source_id)
+        try:
+            record = await (await self.store()).get_session(SessionId(source_id))
         except NotFoundError as exc:
             raise ForkError(f"fork source {source_id!r} does not exist", code="source_not_found") from exc
+        config = self._live.get(source_id) or self.registries.config_from_frozen(self.defaults, record.slots.config)
+        return Session.for_fork(await self.store(), record, self._runtime(config))
+
+    async def _loaded(self, source: Session) -> Session:
+        return source if source.history.transcript_loaded else await self._session(source.id)
 
     async def archive_session(self, session_id: str) -> None:
         """Make a session read-only (consolidating its memory first when configured); archiving twice is harmless."""

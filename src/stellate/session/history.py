@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Callable, Iterable, Sequence
 
-from stellate.errors import StoreError
+from stellate.errors import StoreError, UsageError
 from stellate.log.events import Event
 from stellate.log.invariants import Cursor, advance
 from stellate.log.messages import Message, ToolCall
@@ -68,6 +68,8 @@ class History:
         """Where the events not covered by a (stored or new) fold segment begin."""
         self.new_segments: list[FoldSegment] = []
         """Segments cut while folding, for the session to store once their events are committed."""
+        self.transcript_loaded = True
+        """False for a history opened from a record alone (`from_record`): its fold is empty."""
 
     def fork(self, *, weigh: Callable[[Message], int] | None = None, weigh_key: str = "") -> History:
         """The history of a child that inherits this whole log: same transcript, no slots.
@@ -115,6 +117,16 @@ class History:
             history.last_fork_turn, history.consolidated_turn = last.last_fork_turn, last.consolidated_turn
         history.bounded_through = last.bounded_through
         history.segment_end = last.end
+        return history
+
+    @classmethod
+    def from_record(
+        cls, record: SessionRecord, *, weigh: Callable[[Message], int] | None = None, weigh_key: str = ""
+    ) -> History:
+        """A history that knows only the record's cursor and slots: for forking and slot writes, not for reading."""
+        history = cls(inherited=record.inherited, weigh=weigh, weigh_key=weigh_key)
+        history.cursor, history.slots, history.transcript_loaded = record.cursor, record.slots, False
+        history.segment_end = record.next_seq  # nothing of the log is folded here: never cut a segment of it
         return history
 
     @property
@@ -166,6 +178,11 @@ class History:
         elif kind in ("assistant/message", "compaction/summary", "turn/end"):
             self.bounded_through = None
 
+    def require_transcript(self) -> None:
+        """Raise `UsageError` unless the transcript was folded (not so for a history made by `from_record`)."""
+        if not self.transcript_loaded:
+            raise UsageError("this session was opened for a fork only, without its transcript; load it to read or send")
+
     def _cut_segment(self) -> None:
         fold = self.fold
         segment = FoldSegment(
@@ -186,7 +203,12 @@ class History:
         self.segment_end = segment.end
 
     def history_messages(self) -> list[Message]:
-        """Messages after the summary (open turn included), minus any part dropped by a failed compression."""
+        """Messages after the summary (open turn included), minus any part dropped by a failed compression.
+
+        Raises:
+            UsageError: the history was opened from its record alone (`from_record`).
+        """
+        self.require_transcript()
         if self.bounded_through is None:
             return self.fold.messages()
         seqs, kept = self.fold.kept_seqs, self.fold.kept

@@ -97,6 +97,17 @@ class Session:
         await store_new_segments(store, record.id, session.history)
         return session
 
+    @classmethod
+    def for_fork(cls, store: BaseStore, record: SessionRecord, runtime: SessionRuntime) -> Session:
+        """A session opened from its record alone, without reading its log: O(1) whatever its length.
+
+        It knows its cursor and slots, which is all `fork_record` (with context ``none`` or ``inherit``) and
+        recording the fork need; its transcript is not loaded, so reading or sending raises `UsageError`.
+        """
+        session = cls(store, record, runtime)
+        session.history = History.from_record(record, weigh=session._weigh, weigh_key=session._weigh_key)
+        return session
+
     async def open_child(self, record: SessionRecord, runtime: SessionRuntime | None = None) -> Session:
         """Open a child forked from this session, reusing this session's history when the child inherits all of it."""
         return await Session._open(self.store, record, runtime or self.runtime, source=self)
@@ -204,6 +215,7 @@ class Session:
 
     async def messages(self) -> list[Message]:
         """The transcript as the model would see it, summary first (as a system message) when compressed."""
+        self.history.require_transcript()
         summary = self.history.fold.summary
         lead: list[Message] = [SystemMessage(content=summary_text(summary, self.runtime.language))] if summary else []
         return lead + self.history.fold.messages()
