@@ -100,6 +100,32 @@ def b1(params: dict[str, Any]) -> dict[str, Any]:
     return asyncio.run(_b1(params))
 
 
+async def _b1_cold(params: dict[str, Any]) -> dict[str, Any]:
+    session, _size = await _open(params)
+    await session.add_items(await _history(params["h"]))
+    await Runner.run(_agent(), USER, session=SQLiteSession("warm-up"))  # code paths warm, as in any later process
+    await _close(session)
+    times, result = [], None
+    for _ in range(params["k"]):
+
+        async def cold_turn() -> Any:
+            fresh = SQLiteSession("s1", db_path=Path(params["dir"]) / "agents.db")
+            try:
+                return await Runner.run(_agent(), USER, session=fresh)
+            finally:
+                fresh.close()
+
+        elapsed, result = await atimed(cold_turn)
+        times.append(elapsed)
+    assert result is not None and result.final_output == REPLY
+    return {"ms": times}
+
+
+def b1_cold(params: dict[str, Any]) -> dict[str, Any]:
+    """Cold turns: each on a new `SQLiteSession` object (new connection), after H prior turns."""
+    return asyncio.run(_b1_cold(params))
+
+
 async def _b2(params: dict[str, Any]) -> dict[str, Any]:
     turns = params["n"] // EVENTS_PER_TURN
     session, size = await _open(params, advanced=True)

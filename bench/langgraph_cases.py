@@ -26,8 +26,8 @@ class State(TypedDict):
     messages: Annotated[list[BaseMessage], add_messages]
 
 
-def build_graph(checkpointer: Any) -> Any:
-    model = langgraph_chat_model()
+def build_graph(checkpointer: Any, model: Any = None) -> Any:
+    model = model if model is not None else langgraph_chat_model()
 
     def chat(state: State) -> dict[str, Any]:
         return {"messages": [model.invoke(state["messages"])]}
@@ -101,6 +101,32 @@ def b1(params: dict[str, Any]) -> dict[str, Any]:
     assert state is not None and state["messages"][-1].content == REPLY
     assert len(state["messages"]) == 2 * (h + warmup + k), len(state["messages"])
     return {"ms": times, **per_turn(before, after, k)}
+
+
+def b1_cold(params: dict[str, Any]) -> dict[str, Any]:
+    """Cold turns: each opens a new connection, saver and graph, then runs one turn after H prior turns."""
+    from langgraph.checkpoint.sqlite import SqliteSaver
+
+    config = {"configurable": {"thread_id": "bench"}}
+    path = Path(params["dir"]) / "langgraph.db"
+    with _saver(params) as (saver, _size):
+        graph = build_graph(saver)
+        graph.update_state(config, {"messages": _history(params["h"])}, as_node="chat")
+        _turn(graph, {"configurable": {"thread_id": "warm-up"}})  # code paths warm, as in any later process
+
+    def cold_turn() -> Any:
+        conn = sqlite3.connect(str(path), check_same_thread=False)
+        try:
+            return _turn(build_graph(SqliteSaver(conn)), config)
+        finally:
+            conn.close()
+
+    times, state = [], None
+    for _ in range(params["k"]):
+        elapsed, state = timed(cold_turn)
+        times.append(elapsed)
+    assert state is not None and state["messages"][-1].content == REPLY
+    return {"ms": times}
 
 
 def b2(params: dict[str, Any]) -> dict[str, Any]:

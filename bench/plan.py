@@ -13,6 +13,10 @@ STELLATE = "stellate (durability=step, default)"
 STELLATE_TURN = "stellate (durability=turn)"
 STELLATE_FIXED = "stellate + proposed fixes (prototype)"
 STELLATE_REAL = "stellate, history from real turns"
+STELLATE_FULL = "stellate (durability=step, synchronous=FULL)"
+STELLATE_COLD = "stellate, cold: fresh store + Agent per turn"
+LANGGRAPH_COLD = "LangGraph, cold: fresh connection + graph per turn"
+AGENTS_COLD = "Agents SDK, cold: fresh SQLiteSession per turn"
 RAW = "raw SQLite floor (6 rows, 1 txn)"
 RAW_SHAPE = "raw: stellate's own SQL for a turn (diagnostic)"
 LANGGRAPH = "LangGraph + SqliteSaver"
@@ -31,6 +35,21 @@ FORK_LANGGRAPH = "LangGraph update_state on a past checkpoint"
 FORK_LANGGRAPH_TURN = "LangGraph invoke from a past checkpoint (fork + 1 turn)"
 FORK_AGENTS = "Agents SDK create_branch_from_turn"
 FORK_AGENTS_TURN = "Agents SDK create_branch_from_turn + 1 turn"
+FORK_COLD = "stellate fork_session, cold source (fresh store + Agent)"
+FORK_COLD_TURN = "stellate child's first turn, cold (fresh store + Agent)"
+
+B3_STELLATE = "stellate Session.load + messages()"
+B3_NO_SEGMENTS = "stellate, fold segments deleted (full fold)"
+B3_RAW = "raw floor: SELECT the N rows + json.loads"
+B4_STELLATE = "stellate Agent.list_session_digests()"
+B4_RAW = "raw floor: SELECT * FROM sessions"
+
+E2E = {
+    "stellate": "stellate + OpenAIAdapter (streamed)",
+    "httpx_floor": "bare httpx: the same body, stream read to its end",
+    "langgraph": "LangGraph + ChatOpenAI",
+    "agents": "Agents SDK + OpenAIChatCompletionsModel",
+}
 
 PEERS = ("langgraph", "agents")
 
@@ -72,11 +91,33 @@ class Sizes:
     """Timed repetitions inside the one process of each B3 and B4 case."""
     diagnostics: bool = True
     """Also the control and diagnostic rows (real-turn history, stellate's own SQL, prototype fixes)."""
+    k_cold: int = 10
+    """Cold turns (each on a freshly opened store) for stellate; peers get `k_cold_peer`."""
+    k_cold_peer: int = 5
+    b6_h: tuple[int, ...] = (100, 1000)
+    k_e2e: int = 20
 
 
 FULL = Sizes((100, 1000, 10000), (1000, 10000, 100000), 100000, 10000, 50, 20, 10, 200, 8, 5, 3, 5)
-QUICK = Sizes((100, 1000), (1000, 10000), 10000, 1000, 20, 5, 5, 100, 5, 3, 2, 2, diagnostics=False)
-SMOKE = Sizes((3,), (60,), 60, 6, 2, 2, 2, 3, 2, 1, 1, 1)
+QUICK = Sizes(
+    (100, 1000),
+    (1000, 10000),
+    10000,
+    1000,
+    20,
+    5,
+    5,
+    100,
+    5,
+    3,
+    2,
+    2,
+    diagnostics=False,
+    k_cold=5,
+    k_cold_peer=3,
+    k_e2e=5,
+)
+SMOKE = Sizes((3,), (60,), 60, 6, 2, 2, 2, 3, 2, 1, 1, 1, k_cold=2, k_cold_peer=1, b6_h=(3,), k_e2e=2)
 
 
 def _b1(bench: str, db: str, sizes: Sizes) -> list[Case]:
@@ -100,7 +141,21 @@ def _b1(bench: str, db: str, sizes: Sizes) -> list[Case]:
         k = sizes.k_peer_big if h >= 10000 else sizes.k_peer
         for peer, label in peers.items():
             cases.append(Case(bench, h, f"{peer}.b1", {"h": h, "db": db, "k": k}, {"": label}, needs=("peers", *pg)))
+        if not pg:
+            cases += _b1_sqlite_only(bench, h, sizes)
     return cases
+
+
+def _b1_sqlite_only(bench: str, h: int, sizes: Sizes) -> list[Case]:
+    """stellate at synchronous=FULL (the peers' setting), and a cold turn for every system."""
+    full = {"h": h, "db": "sqlite", "k": sizes.k_stellate, "synchronous": "FULL"}
+    cold, peer_cold = {"h": h, "k": sizes.k_cold}, {"h": h, "k": sizes.k_cold_peer}
+    return [
+        Case(bench, h, "stellate.b1", full, {"": STELLATE_FULL}),
+        Case(bench, h, "stellate.b1_cold", cold, {"": STELLATE_COLD}),
+        Case(bench, h, "langgraph.b1_cold", peer_cold, {"": LANGGRAPH_COLD}, needs=("peers",)),
+        Case(bench, h, "agents.b1_cold", peer_cold, {"": AGENTS_COLD}, needs=("peers",)),
+    ]
 
 
 def _b2(bench: str, db: str, sizes: Sizes) -> list[Case]:
@@ -113,6 +168,9 @@ def _b2(bench: str, db: str, sizes: Sizes) -> list[Case]:
             Case(bench, n, "stellate.b2", forks, rows, needs=pg),
             Case(bench, n, "stellate.b2", forks, {"agent_turn": FORK_TURN_FIXED}, patched=True, needs=pg),
         ]
+        if not pg:
+            cold_rows = {"fork": FORK_COLD, "turn": FORK_COLD_TURN}
+            cases.append(Case(bench, n, "stellate.b2_cold", forks, cold_rows))
         peer_forks = {**forks, "forks": sizes.peer_forks}
         lg_rows = {"fork": FORK_LANGGRAPH, "fork_turn": FORK_LANGGRAPH_TURN}
         cases.append(Case(bench, n, "langgraph.b2", peer_forks, lg_rows, needs=("peers", *pg)))
@@ -128,9 +186,10 @@ def _b3(sizes: Sizes) -> list[Case]:
     n, params, peers = sizes.b3_n, {"n": sizes.b3_n, "runs": sizes.runs}, ("peers",)
     repair = {**params, "repair": True}
     return [
-        Case("B3", n, "stellate.b3", params, {"": "stellate Session.load + messages()"}, once=True),
+        Case("B3", n, "stellate.b3", params, {"": B3_STELLATE}, once=True),
+        Case("B3", n, "stellate.b3", {**params, "segments": False}, {"": B3_NO_SEGMENTS}, once=True),
         Case("B3", n, "stellate.b3", repair, {"": "stellate, open turn at the end (repair)"}, once=True),
-        Case("B3", n, "raw.b3", params, {"": "raw floor: SELECT the N rows + json.loads"}, once=True),
+        Case("B3", n, "raw.b3", params, {"": B3_RAW}, once=True),
         Case("B3", n, "langgraph.b3", params, {"": "LangGraph get_state (N/6 turns)"}, needs=peers, once=True),
         Case("B3", n, "agents.b3", params, {"": "Agents SDK get_items (N/6 turns)"}, needs=peers, once=True),
     ]
@@ -139,9 +198,20 @@ def _b3(sizes: Sizes) -> list[Case]:
 def _b4(sizes: Sizes) -> list[Case]:
     params = {"sessions": sizes.b4_s, "runs": sizes.runs}
     return [
-        Case("B4", sizes.b4_s, "stellate.b4", params, {"": "stellate Agent.list_session_digests()"}, once=True),
-        Case("B4", sizes.b4_s, "raw.b4", params, {"": "raw floor: SELECT * FROM sessions"}, once=True),
+        Case("B4", sizes.b4_s, "stellate.b4", params, {"": B4_STELLATE}, once=True),
+        Case("B4", sizes.b4_s, "raw.b4", params, {"": B4_RAW}, once=True),
     ]
+
+
+def _b6(sizes: Sizes) -> list[Case]:
+    """End to end against the loopback mock: wall and CPU time per turn, each system with its real client."""
+    cases = []
+    for h in sizes.b6_h:
+        for system, label in E2E.items():
+            needs = ("peers",) if system in PEERS else ()
+            rows = {"wall": f"{label} (wall)", "cpu": f"{label} (CPU)"}
+            cases.append(Case("B6", h, f"e2e.{system}", {"h": h, "k": sizes.k_e2e}, rows, needs=needs))
+    return cases
 
 
 def _diagnostic(case: Case) -> bool:
@@ -159,6 +229,8 @@ def cases(sizes: Sizes, benches: set[str]) -> list[Case]:
         out += _b3(sizes)
     if "B4" in benches:
         out += _b4(sizes)
+    if "B6" in benches:
+        out += _b6(sizes)
     if "B5" in benches or "B5-TURN" in benches:
         out += _b1("B5-turn", "pg", sizes)
     if "B5" in benches or "B5-FORK" in benches:

@@ -8,6 +8,7 @@ run through the public API on a freshly opened store and `Agent`, so no cache fr
 from __future__ import annotations
 
 import shutil
+import sqlite3
 from pathlib import Path
 from typing import Any
 
@@ -40,13 +41,14 @@ class Backend:
         self.kind = params.get("db", "sqlite")
         self.path = Path(params["dir"]) / "stellate.db"
         self.schema: str | None = params.get("schema")
+        self.synchronous = params.get("synchronous", "NORMAL")
 
     async def open(self) -> BaseStore:
         if self.kind == "pg":
             from stellate.store.postgres import PostgresStore
 
             return await PostgresStore.open(PG_URL, schema=self.schema)
-        return await SqliteStore.open(f"sqlite:///{self.path}")
+        return await SqliteStore.open(f"sqlite:///{self.path}", synchronous=self.synchronous)
 
     def settle(self) -> None:
         if self.kind == "pg":
@@ -121,6 +123,39 @@ async def b1(params: dict[str, Any]) -> dict[str, Any]:
     return {"ms": times, **per_turn(size_before, size_after, k)}
 
 
+async def b1_cold(params: dict[str, Any]) -> dict[str, Any]:
+    """Cold turns: each opens a new store and `Agent` (nothing cached) and runs one turn after H prior turns.
+
+    The process itself is warm (imports done, the token counter loaded by an untimed turn on another session),
+    as are the peers'; a previous process's first open stored the session's fold segments (untimed), as any
+    session that ever ran a turn or was opened has them.
+    """
+    backend = Backend(params)
+    store = await backend.open()
+    sid = await _new_session(store, params["h"])
+    await store.close()
+    store = await backend.open()
+    agent = Agent(store, llm=InstantLLM())
+    await agent.turn(sid, USER)  # the previous process: its first open stored the segments
+    await agent.turn((await agent.create_session(label="warm-up")).id, USER)
+    await store.close()
+    backend.settle()
+    times, result = [], None
+    for _ in range(params["k"]):
+
+        async def cold_turn() -> Any:
+            fresh = await backend.open()
+            try:
+                return await Agent(fresh, llm=InstantLLM()).turn(sid, USER)
+            finally:
+                await fresh.close()
+
+        elapsed, result = await atimed(cold_turn)
+        times.append(elapsed)
+    assert result is not None and result.content == REPLY
+    return {"ms": times}
+
+
 # -- B2 / B5: fork ---------------------------------------------------------------------------------
 
 
@@ -189,6 +224,41 @@ async def _store_forks(store: BaseStore, backend: Backend, sid: str, forks: int,
     return {"ms": times, **per_fork(before, after, forks)}
 
 
+async def b2_cold(params: dict[str, Any]) -> dict[str, Any]:
+    """Forks from a source no `Agent` holds: each in a fresh store and Agent; then the child's first turn, cold."""
+    backend = Backend(params)
+    store = await backend.open()
+    sid = await _new_session(store, params["n"] // EVENTS_PER_TURN)
+    await store.close()
+    store = await backend.open()
+    agent = Agent(store, llm=InstantLLM())
+    await agent.turn(sid, USER)  # a previous process ran a turn: its segments are stored
+    await store.close()
+    backend.settle()
+    before, forks, turns, child = backend.bytes(), [], [], None
+    for i in range(params["forks"]):
+        fresh = await backend.open()
+        elapsed, child = await atimed(
+            lambda fresh=fresh, i=i: Agent(fresh, llm=InstantLLM()).fork_session(sid, label=f"c{i}", context="inherit")
+        )
+        await fresh.close()
+        forks.append(elapsed)
+    after = backend.bytes()
+    assert child is not None
+    for _ in range(params["fork_turns"]):
+        fresh = await backend.open()
+        forked = await Agent(fresh, llm=InstantLLM()).fork_session(sid, label="cold child", context="inherit")
+        await fresh.close()
+        fresh = await backend.open()
+        elapsed, result = await atimed(
+            lambda fresh=fresh, forked=forked: Agent(fresh, llm=InstantLLM()).turn(forked.id, USER)
+        )
+        await fresh.close()
+        assert result.content == REPLY and result.turn == params["n"] // EVENTS_PER_TURN + 2
+        turns.append(elapsed)
+    return {"fork": {"ms": forks, **per_fork(before, after, params["forks"])}, "turn": {"ms": turns}}
+
+
 # -- B3: cold open ---------------------------------------------------------------------------------
 
 
@@ -202,12 +272,17 @@ async def b3(params: dict[str, Any]) -> dict[str, Any]:
     if params.get("repair"):
         await store.append(SessionId(sid), _open_turn(turns + 1))
     events = (await store.get_session(SessionId(sid))).next_seq
+    await Session.load(store, SessionId(sid), SessionRuntime(llm=InstantLLM()))  # a first open stores the segments
     await store.close()
     sqlite_bytes(base)
     load_ms, total_ms = [], []
     for run in range(params["runs"]):
         copy = directory / f"run{run}.db"
         shutil.copyfile(base, copy)
+        if not params.get("segments", True):
+            with sqlite3.connect(copy) as conn:
+                conn.execute("DELETE FROM fold_segments")
+            conn.close()
         store = await SqliteStore.open(f"sqlite:///{copy}")
         runtime = SessionRuntime(llm=InstantLLM())
         loaded, session = await atimed(lambda s=store, r=runtime: Session.load(s, SessionId(sid), r))

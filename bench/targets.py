@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from bench import plan as P
 from bench.report import Tables, fmt, fmt_bytes
@@ -120,21 +121,91 @@ def _fork(t: Tables, bench: str, label: str, fixed: str | None, *, bytes_too: bo
     return out
 
 
-def verdicts(t: Tables) -> list[Verdict]:
+COLD_PEER_FACTOR = 10.0
+COLD_OWN_FACTOR = 3.0
+B3_FACTOR = 1.2
+FORK_FLAT_10 = 1.3
+WARM_FLOOR_FACTOR = 10.0
+WARM_FLAT = 1.2
+B4_FACTOR = 2.0
+E2E_FACTOR = 1.5
+
+
+def _cells(t: Tables, bench: str, top: str, bottom: str, x_top: int, x_bottom: int | None = None) -> tuple[Any, Any]:
+    return t.get(bench, top, x_top), t.get(bench, bottom, x_top if x_bottom is None else x_bottom)
+
+
+def _at_most(name: str, top: Any, bottom: Any, limit: float, what: str = "") -> Verdict:
+    """Pass when ``top / bottom <= limit``."""
+    if not top or not bottom:
+        return Verdict(name, "not run", None)
+    r = top.ms / bottom.ms
+    return Verdict(name, f"{what}{fmt(top.ms)} / {fmt(bottom.ms)} ms = {r:.2f}×", r <= limit)
+
+
+def _cold_vs_langgraph(t: Tables) -> Verdict:
+    xs = t.xs("B1")
+    name = f"1. cold turn at H={xs[-1]:,} ≥ {COLD_PEER_FACTOR:.0f}× below LangGraph's per-turn time (its faster row)"
+    ours = t.get("B1", P.STELLATE_COLD, xs[-1]) if xs else None
+    theirs = [c for label in (P.LANGGRAPH, P.LANGGRAPH_COLD) if xs and (c := t.get("B1", label, xs[-1]))]
+    if not ours or not theirs:
+        return Verdict(name, "not run", None)
+    best = min(c.ms for c in theirs)
+    r = best / ours.ms
+    return Verdict(name, f"LangGraph {fmt(best)} / stellate cold {fmt(ours.ms)} ms = {r:.1f}×", r >= COLD_PEER_FACTOR)
+
+
+def _goal_rows(t: Tables) -> list[Verdict]:
+    b1, b2, b6 = t.xs("B1"), t.xs("B2"), t.xs("B6")
     out: list[Verdict] = []
+    if b1:
+        lo = b1[0]
+        out.append(_cold_vs_langgraph(t))
+        cold, warm = _cells(t, "B1", P.STELLATE_COLD, P.STELLATE, lo)
+        name = f"1. cold turn at H={lo:,} within {COLD_OWN_FACTOR:.0f}× of the warm turn"
+        out.append(_at_most(name, cold, warm, COLD_OWN_FACTOR))
+    for label in (P.B3_STELLATE, P.B3_NO_SEGMENTS):
+        for x in t.xs("B3"):
+            top, floor = _cells(t, "B3", label, P.B3_RAW, x)
+            out.append(_at_most(f"2. B3 within {B3_FACTOR}× of the raw floor ({label})", top, floor, B3_FACTOR))
+    if len(b2) > 1:
+        for label in (P.FORK_COLD, P.FORK_COLD_TURN, P.FORK_AGENT, P.FORK_TURN):
+            top, bottom = _cells(t, "B2", label, label, b2[-1], b2[0])
+            name = f"3. {label}: N={b2[-1]:,} within {FORK_FLAT_10}× of N={b2[0]:,}"
+            out.append(_at_most(name, top, bottom, FORK_FLAT_10))
+    if b1:
+        warm, floor = _cells(t, "B1", P.STELLATE, P.RAW, b1[0])
+        name = f"4. warm turn within {WARM_FLOOR_FACTOR:.0f}× of the raw floor at H={b1[0]:,}"
+        out.append(_at_most(name, warm, floor, WARM_FLOOR_FACTOR))
+        top, bottom = _cells(t, "B1", P.STELLATE, P.STELLATE, b1[-1], b1[0])
+        out.append(_at_most(f"4. warm turn at H={b1[-1]:,} within {WARM_FLAT}× of H={b1[0]:,}", top, bottom, WARM_FLAT))
+    for x in t.xs("B4"):
+        top, floor = _cells(t, "B4", P.B4_STELLATE, P.B4_RAW, x)
+        out.append(_at_most(f"5. B4 digests within {B4_FACTOR:.0f}× of a bare SELECT", top, floor, B4_FACTOR))
+    if b6:
+        label = f"{P.E2E['stellate']} (CPU)", f"{P.E2E['httpx_floor']} (CPU)"
+        top, floor = _cells(t, "B6", label[0], label[1], b6[-1])
+        name = f"6. CPU per turn through OpenAIAdapter at H={b6[-1]:,} within {E2E_FACTOR}× of bare httpx"
+        out.append(_at_most(name, top, floor, E2E_FACTOR))
+    return out
+
+
+def verdicts(t: Tables) -> list[Verdict]:
+    """Issue 10's goals (numbered as in the issue), then the flatness and peer targets kept from issue 6."""
+    out = _goal_rows(t)
     for bench, peers, floor in (
         ("B1", (P.LANGGRAPH, P.AGENTS), P.RAW),
         ("B5-turn", (P.LANGGRAPH_PG, P.AGENTS_PG), P.RAW_PG),
     ):
         if t.xs(bench):
             out.append(_flat(t, bench, P.STELLATE, P.STELLATE_FIXED))
-            out.append(_flat(t, bench, P.STELLATE_TURN, None))
             out.append(_vs_peers(t, bench, peers))
-            out.append(_vs_floor(t, bench, floor))
+            if bench == "B5-turn":
+                out.append(_vs_floor(t, bench, floor))
     for bench in ("B2", "B5-fork"):
         out += _fork(t, bench, P.FORK_AGENT, None)
         out += _fork(t, bench, P.FORK_STORE, None)
-        out += _fork(t, bench, P.FORK_TURN, P.FORK_TURN_FIXED, bytes_too=False)
+    out += _fork(t, "B2", P.FORK_COLD, None)
     return out
 
 

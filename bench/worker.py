@@ -25,6 +25,7 @@ MODULES = {
     "raw": "bench.raw_cases",
     "langgraph": "bench.langgraph_cases",
     "agents": "bench.agents_cases",
+    "e2e": "bench.e2e_cases",
 }
 
 

@@ -13,9 +13,9 @@ import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeAlias, TypeVar
 
-from stellate.errors import ConflictError, NotFoundError, SchemaError, StoreError
+from stellate.errors import ConflictError, NotFoundError, SchemaError, StoreError, UsageError
 from stellate.log.events import Event, NewEvent
 from stellate.store._batch import PlannedAppend, plan_append
 from stellate.store._sql import (
@@ -37,9 +37,12 @@ from stellate.store.digests import SessionDigest
 from stellate.store.segments import StoredSegment
 from stellate.store.types import SessionId, SessionRecord
 
-__all__ = ["MIGRATIONS", "SqliteStore", "sqlite_path"]
+__all__ = ["MIGRATIONS", "SqliteStore", "Synchronous", "sqlite_path"]
 
 T = TypeVar("T")
+
+Synchronous: TypeAlias = Literal["NORMAL", "FULL"]
+"""SQLite's ``synchronous`` setting in WAL mode: what a committed write survives (docs/store.md)."""
 
 _MAX_SEQ = 1 << 62
 
@@ -109,16 +112,29 @@ def sqlite_path(url: str) -> str:
 class SqliteStore(BaseStore):
     """The default store: a single SQLite file. Open it with `SqliteStore.open`."""
 
-    def __init__(self, path: str, *, busy_timeout_ms: int = 5000) -> None:
+    def __init__(self, path: str, *, busy_timeout_ms: int = 5000, synchronous: Synchronous = "NORMAL") -> None:
         super().__init__()
+        if synchronous not in ("NORMAL", "FULL"):
+            raise UsageError(f"synchronous must be 'NORMAL' or 'FULL', not {synchronous!r}")
         self.path = path
+        self.synchronous: Synchronous = synchronous
         self._busy_timeout_ms = busy_timeout_ms
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stellate-sqlite")
         self._conn: sqlite3.Connection | None = None
 
     @classmethod
-    async def open(cls, url: str, *, migrate: bool = True, busy_timeout_ms: int = 5000) -> SqliteStore:
+    async def open(
+        cls, url: str, *, migrate: bool = True, busy_timeout_ms: int = 5000, synchronous: Synchronous = "NORMAL"
+    ) -> SqliteStore:
         """Open (and create) the file at ``url`` and bring its schema up to date.
+
+        Args:
+            url: ``sqlite:///path`` (or a bare path; ``:memory:`` for a throwaway store).
+            migrate: Apply missing migrations; when False a file that is behind is refused.
+            busy_timeout_ms: How long a write waits for another process's write lock.
+            synchronous: ``NORMAL`` (default: a committed write survives a crash of the process, and the last
+                commits may be lost on power loss) or ``FULL`` (it survives power loss too, for an fsync per
+                commit). See docs/store.md.
 
         Raises:
             SchemaError: the file was written by a newer stellate.
@@ -127,7 +143,7 @@ class SqliteStore(BaseStore):
         path = sqlite_path(url)
         if path != ":memory:":
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-        store = cls(path, busy_timeout_ms=busy_timeout_ms)
+        store = cls(path, busy_timeout_ms=busy_timeout_ms, synchronous=synchronous)
         try:
             await store._run(store._connect)
             await store._run(store._setup, migrate)
@@ -151,7 +167,7 @@ class SqliteStore(BaseStore):
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
             conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(f"PRAGMA synchronous = {self.synchronous}")
             conn.execute("PRAGMA foreign_keys = ON")
         except sqlite3.Error as exc:
             raise _translate(exc, f"cannot open SQLite store {self.path!r}") from exc

@@ -350,7 +350,14 @@ def _openai_completion(reply: MockReply, model: str) -> dict[str, Any]:
         message["tool_calls"] = calls
     choice = {"index": 0, "message": message, "finish_reason": _OPENAI_FINISH[_stop(reply)]}
     usage = _openai_usage(reply)
-    return {"id": "chatcmpl-mock", "object": "chat.completion", "model": model, "choices": [choice], "usage": usage}
+    return {
+        "id": "chatcmpl-mock",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [choice],
+        "usage": usage,
+    }
 
 
 def _openai_chunks(reply: MockReply, model: str, include_usage: bool) -> list[dict[str, Any]]:
