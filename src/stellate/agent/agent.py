@@ -286,15 +286,20 @@ class Agent:
         except NotFoundError as exc:
             raise ForkError(f"fork source {source_id!r} does not exist", code="source_not_found") from exc
 
-    async def archive_session(self, session_id: str) -> None:
-        """Make a session read-only (consolidating its memory first when configured); archiving twice is harmless."""
+    async def archive_session(self, session_id: str, *, busy_timeout: float | None = None) -> None:
+        """Make a session read-only (consolidating its memory first when configured); archiving twice is harmless.
+
+        A turn running on the session elsewhere is waited for, up to ``busy_timeout`` seconds (the agent's
+        by default), then `SessionBusyError`.
+        """
         async with self._locks.hold(session_id):
-            session = await self._session(session_id)
-            if session.is_archived:
-                return
-            if self.consolidate_on_archive and self._has_unconsolidated_turns(session):
-                await self._consolidate_reporting(session)
-            await session.archive()
+            session = await self._session(session_id, fresh=False)
+            async with session.hold(wait=self.busy_timeout if busy_timeout is None else busy_timeout):
+                if session.is_archived:
+                    return
+                if self.consolidate_on_archive and self._has_unconsolidated_turns(session):
+                    await self._consolidate_reporting(session)
+                await session.archive()
         await self.events.publish(SessionArchived(session_id=session_id))
 
     # -- turns -----------------------------------------------------------------------------------
