@@ -14,6 +14,7 @@ from stellate.engine.events import RoundStart, TurnFinished
 from stellate.errors import SessionBusyError, UsageError
 from stellate.llm.scripted import Delay, ScriptedLLM
 from stellate.log import check_log
+from stellate.log.events import Event
 from stellate.store import SessionId
 from stellate.store.memory import MemoryStore
 
@@ -23,8 +24,8 @@ async def store() -> AsyncIterator[MemoryStore]:
     yield MemoryStore()
 
 
-def ends(events: list[object]) -> list[tuple[int, str]]:
-    return [(e.data["turn"], e.data["reason"]) for e in events if getattr(e, "type", "") == "turn/end"]  # type: ignore[attr-defined]
+def ends(events: list[Event]) -> list[tuple[int, str]]:
+    return [(e.data["turn"], e.data["reason"]) for e in events if e.type == "turn/end"]
 
 
 async def test_breaking_out_of_a_stream_aborts_the_turn_and_frees_the_session(store: MemoryStore) -> None:
