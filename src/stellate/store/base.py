@@ -24,6 +24,7 @@ from stellate.log.fork import check_explicit_boundary, clip_to_completed_turn, r
 from stellate.log.invariants import Cursor
 from stellate.log.repair import repair_events
 from stellate.store._batch import Fence, PlannedAppend, busy_error, plan_append
+from stellate.store.signals import LOG_CHANNEL, LocalSignals, Signals, log_payload
 from stellate.store.types import Anchor, Boundary, CompletedTurn, ForkRequest, Lease, SessionId, SessionRecord
 
 __all__ = ["DEFAULT_LEASE_TTL", "BaseStore", "Store", "lease_owner", "new_session_id"]
@@ -140,6 +141,9 @@ class BaseStore(abc.ABC):
         self._lineage: dict[SessionId, _Lineage] = {}
         self.clock: Callable[[], int] = now_ms
         """Epoch-ms clock that lease expiry is judged by (replaceable in tests)."""
+        self.signals: Signals = LocalSignals()
+        """Wake-ups between the processes sharing this store: every append signals ``log`` (see
+        `stellate.store.signals`); within this process only, unless the backend carries them further."""
 
     # -- primitives a backend implements ---------------------------------------------------------
 
@@ -314,7 +318,14 @@ class BaseStore(abc.ABC):
             FormatError, InvariantError: an event is bad; nothing is written.
         """
         fence = Fence(lease.token if lease is not None else None, self.clock())
-        return await self._append_planned(session_id, events, expected_seq, fence)
+        written = await self._append_planned(session_id, events, expected_seq, fence)
+        self._signal_locally(session_id, written)
+        return written
+
+    def _signal_locally(self, session_id: SessionId, written: Sequence[Event]) -> None:
+        """Tell this process's subscribers that a log grew (a backend that signals in its commit skips this)."""
+        if written and isinstance(self.signals, LocalSignals):
+            self.signals.deliver(LOG_CHANNEL, [log_payload(session_id, written[-1].seq + 1)])
 
     # -- leases: one writer per session, across processes ---------------------------------------
 
@@ -375,7 +386,10 @@ class BaseStore(abc.ABC):
         """
         if not batches:
             return {}
-        return await self._append_batches(batches, Fence(None, self.clock()))
+        written = await self._append_batches(batches, Fence(None, self.clock()))
+        for session_id, events in written.items():
+            self._signal_locally(session_id, events)
+        return written
 
     @abc.abstractmethod
     async def _append_batches(
