@@ -24,3 +24,12 @@ async def test_list_digests_matches_the_digest_of_every_record_in_creation_order
         (child.id, root.id, "archived"),
     ]
     assert (digests[0].memory, digests[0].insight) == ("m", "i")
+
+
+async def test_a_digest_says_whether_a_turn_is_open(store: BaseStore) -> None:
+    record = await store.create_session(events=[make_event("session/created", {"label": "s"})])
+    await store.append(
+        record.id, [make_event("turn/start", {"turn": 1}), make_event("user/message", {"content": "hi"})]
+    )
+    [digest] = await store.list_digests()
+    assert digest.turn_open is True and digest == digest_of(await store.get_session(record.id))
