@@ -45,6 +45,9 @@ def mock_server_process() -> Iterator[str]:
             child.wait(timeout=10)
         except subprocess.TimeoutExpired:
             child.kill()
+            child.wait()
+        if child.stdout is not None:
+            child.stdout.close()
 
 
 if __name__ == "__main__":

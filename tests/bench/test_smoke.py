@@ -98,18 +98,31 @@ def _samples(per_turn: dict[str, dict[int, float]]) -> dict[tuple[str, str, int]
     return {("B1", label, h): [{"ms": [ms]}] for label, by_h in per_turn.items() for h, ms in by_h.items()}
 
 
-def test_targets_judge_flatness_peers_and_floor() -> None:
-    flat = {plan.STELLATE: {100: 1.0, 10000: 1.4}, plan.LANGGRAPH: {10000: 400.0}, plan.RAW: {100: 0.5, 10000: 0.5}}
-    growing = {**flat, plan.STELLATE: {100: 1.0, 10000: 90.0}}
+def test_targets_judge_flatness_peers_floor_and_cold_turns() -> None:
+    flat = {
+        plan.STELLATE: {100: 1.0, 10000: 1.1},
+        plan.STELLATE_COLD: {100: 2.5, 10000: 30.0},
+        plan.LANGGRAPH: {10000: 400.0},
+        plan.RAW: {100: 0.5, 10000: 0.5},
+    }
+    growing = {
+        **flat,
+        plan.STELLATE: {100: 1.0, 10000: 90.0},
+        plan.STELLATE_COLD: {100: 4.0, 10000: 300.0},
+        plan.RAW: {100: 0.05, 10000: 0.05},
+    }
     names = (
         f"B1: per-turn flat, H=10,000 ≤ 1.5× H=100 ({plan.STELLATE})",
         "B1: at H=10,000, ≥ 10× below the fastest peer",
-        "B1: within 3× of the raw floor (worst H)",
+        "4. warm turn within 10× of the raw floor at H=100",
+        "4. warm turn at H=10,000 within 1.2× of H=100",
+        "1. cold turn at H=10,000 ≥ 10× below LangGraph's per-turn time (its faster row)",
+        "1. cold turn at H=100 within 3× of the warm turn",
     )
     ok = {v.name: v.ok for v in verdicts(Tables(aggregate(_samples(flat))))}
     bad = {v.name: v.ok for v in verdicts(Tables(aggregate(_samples(growing))))}
-    assert [ok[n] for n in names] == [True, True, True]
-    assert [bad[n] for n in names] == [False, False, False]
+    assert [ok[n] for n in names] == [True] * len(names)
+    assert [bad[n] for n in names] == [False] * len(names)
 
 
 def test_report_puts_ratios_of_the_same_run_next_to_the_cells() -> None:
