@@ -94,7 +94,7 @@ class Sizes:
     k_cold: int = 10
     """Cold turns (each on a freshly opened store) for stellate; peers get `k_cold_peer`."""
     k_cold_peer: int = 5
-    b6_h: tuple[int, ...] = (100, 1000)
+    b7_h: tuple[int, ...] = (100, 1000)
     k_e2e: int = 20
 
 
@@ -117,7 +117,7 @@ QUICK = Sizes(
     k_cold_peer=3,
     k_e2e=5,
 )
-SMOKE = Sizes((3,), (60,), 60, 6, 2, 2, 2, 3, 2, 1, 1, 1, k_cold=2, k_cold_peer=1, b6_h=(3,), k_e2e=2)
+SMOKE = Sizes((3,), (60,), 60, 6, 2, 2, 2, 3, 2, 1, 1, 1, k_cold=2, k_cold_peer=1, b7_h=(3,), k_e2e=2)
 
 
 def _b1(bench: str, db: str, sizes: Sizes) -> list[Case]:
@@ -203,14 +203,14 @@ def _b4(sizes: Sizes) -> list[Case]:
     ]
 
 
-def _b6(sizes: Sizes) -> list[Case]:
+def _b7(sizes: Sizes) -> list[Case]:
     """End to end against the loopback mock: wall and CPU time per turn, each system with its real client."""
     cases = []
-    for h in sizes.b6_h:
+    for h in sizes.b7_h:
         for system, label in E2E.items():
             needs = ("peers",) if system in PEERS else ()
             rows = {"wall": f"{label} (wall)", "cpu": f"{label} (CPU)"}
-            cases.append(Case("B6", h, f"e2e.{system}", {"h": h, "k": sizes.k_e2e}, rows, needs=needs))
+            cases.append(Case("B7", h, f"e2e.{system}", {"h": h, "k": sizes.k_e2e}, rows, needs=needs))
     return cases
 
 
@@ -229,8 +229,8 @@ def cases(sizes: Sizes, benches: set[str]) -> list[Case]:
         out += _b3(sizes)
     if "B4" in benches:
         out += _b4(sizes)
-    if "B6" in benches:
-        out += _b6(sizes)
+    if "B7" in benches:
+        out += _b7(sizes)
     if "B5" in benches or "B5-TURN" in benches:
         out += _b1("B5-turn", "pg", sizes)
     if "B5" in benches or "B5-FORK" in benches:

@@ -20,9 +20,9 @@ TITLES = {
     "B4": "B4 — digests of a forest (ms for the whole list)",
     "B5-turn": "B5 — per-turn overhead on PostgreSQL (ms per turn)",
     "B5-fork": "B5 — fork on PostgreSQL (ms per fork)",
-    "B6": "B6 — end to end, real OpenAI-compatible clients against the loopback mock (ms per turn; H = prior turns)",
+    "B7": "B7 — end to end, real OpenAI-compatible clients against the loopback mock (ms per turn; H = prior turns)",
 }
-AXIS = {"B1": "H", "B2": "N", "B3": "N", "B4": "S", "B5-turn": "H", "B5-fork": "N", "B6": "H"}
+AXIS = {"B1": "H", "B2": "N", "B3": "N", "B4": "S", "B5-turn": "H", "B5-fork": "N", "B7": "H"}
 
 
 @dataclass
@@ -154,7 +154,7 @@ B1_RATIOS = [
     ("LangGraph cold / stellate cold", P.LANGGRAPH_COLD, P.STELLATE_COLD),
     ("Agents SDK cold / stellate cold", P.AGENTS_COLD, P.STELLATE_COLD),
 ]
-B6_RATIOS = [
+B7_RATIOS = [
     (f"{name}: CPU / bare httpx CPU", f"{P.E2E[system]} (CPU)", f"{P.E2E['httpx_floor']} (CPU)")
     for system, name in (("stellate", "stellate"), ("langgraph", "LangGraph"), ("agents", "Agents SDK"))
 ]
@@ -207,8 +207,8 @@ def render(t: Tables) -> list[str]:
         if t.xs(bench):
             lines += ["", *t.timing(bench), *t.ratios(bench, FORK_RATIOS), *t.sizes(bench, "bytes", "growth")]
             lines += FORK_NOTE
-    if t.xs("B6"):
-        lines += ["", *t.timing("B6"), *t.ratios("B6", B6_RATIOS)]
+    if t.xs("B7"):
+        lines += ["", *t.timing("B7"), *t.ratios("B7", B7_RATIOS)]
     for bench, unit in (("B3", "event"), ("B4", "session")):
         if t.xs(bench):
             lines += ["", *_per_item(t, bench, unit)]
