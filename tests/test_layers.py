@@ -20,7 +20,9 @@ ALLOWED: dict[str, set[str]] = {
     "agent": {"log", "store", "llm", "session", "engine"},
     "testing": {"log", "store", "llm"},
     "sync": {"log", "store", "llm", "session", "engine", "agent"},
-    "cli": {"log", "store", "llm", "session", "engine", "agent", "sync"},
+    "server": {"log", "store", "llm", "session", "engine", "agent"},
+    "client": {"log", "store", "llm", "session", "engine", "agent"},
+    "cli": {"log", "store", "llm", "session", "engine", "agent", "sync", "server"},
 }
 
 

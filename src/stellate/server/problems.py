@@ -1,0 +1,203 @@
+"""Errors as RFC 9457 problem details: one table from stellate error ``code`` to HTTP status.
+
+Every error response is ``application/problem+json`` whose ``code`` is the stellate error code (the
+same codes the library raises and the client re-raises), so a caller branches on ``code``, never on the
+message. Nothing unexpected leaks: an exception stellate did not raise on purpose becomes a 500 problem
+with code ``internal_error`` and no traceback (the traceback goes to the server's log).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel
+from starlette.exceptions import HTTPException
+
+from stellate.errors import (
+    ArchivedError,
+    ConflictError,
+    ForkError,
+    FormatError,
+    InvariantError,
+    LLMError,
+    NotFoundError,
+    StellateError,
+    StoreError,
+    UsageError,
+)
+
+__all__ = ["PROBLEM_TYPE", "STATUS_BY_CODE", "Problem", "ProblemError", "install_problem_handlers", "problem_response"]
+
+log = logging.getLogger("stellate.server")
+
+PROBLEM_TYPE = "urn:stellate:problem:"
+"""Prefix of every problem's ``type``; the stellate error code follows it."""
+
+#: Error code -> HTTP status. Codes not listed fall back to their error class (`_BY_CLASS`).
+STATUS_BY_CODE: dict[str, int] = {
+    "session_not_found": 404,
+    "source_not_found": 404,
+    "not_found": 404,
+    "unauthorized": 401,
+    "read_only_key": 403,
+    "method_not_allowed": 405,
+    "session_busy": 409,
+    "lease_lost": 409,
+    "open_turn": 409,
+    "fork_unavailable": 409,
+    "child_exists": 409,
+    "session_exists": 409,
+    "split_rejected": 409,
+    "session_archived": 409,
+    "seq_conflict": 409,
+    "request_too_large": 413,
+    "unsupported_media_type": 415,
+    "validation_error": 422,
+    "invalid_boundary": 422,
+    "profile_not_found": 422,
+    "adapter_not_found": 422,
+    "tool_not_found": 422,
+    "context_too_large": 422,
+    "usage_error": 422,
+    "store_locked": 503,
+    "provider_error": 503,
+    "provider_not_configured": 503,
+    "llm_error": 503,
+    "store_error": 503,
+    "internal_error": 500,
+}
+
+_BY_CLASS: tuple[tuple[type[StellateError], int], ...] = (
+    (NotFoundError, 404),
+    (ForkError, 409),
+    (ConflictError, 409),
+    (ArchivedError, 409),
+    (UsageError, 422),
+    (FormatError, 422),
+    (InvariantError, 422),
+    (LLMError, 503),
+    (StoreError, 503),
+)
+
+#: Seconds a client should wait before retrying a busy session.
+RETRY_AFTER_BUSY = 1
+
+
+class Problem(BaseModel):
+    """An RFC 9457 problem, with the stellate error ``code`` and its ``details``."""
+
+    type: str
+    title: str
+    status: int
+    detail: str
+    code: str
+    details: dict[str, Any] = {}
+
+
+class ProblemError(Exception):
+    """Raised inside the server to answer with a problem (for errors that are the server's own)."""
+
+    def __init__(self, code: str, detail: str, *, status: int | None = None, **details: Any) -> None:
+        super().__init__(detail)
+        self.code = code
+        self.detail = detail
+        self.status = status or STATUS_BY_CODE.get(code, 500)
+        self.details = details
+
+
+def status_of(error: StellateError) -> int:
+    """The HTTP status of a stellate error: by its code, else by its class, else 500."""
+    status = STATUS_BY_CODE.get(error.code)
+    if status is not None:
+        return status
+    return next((status for cls, status in _BY_CLASS if isinstance(error, cls)), 500)
+
+
+def problem_response(
+    code: str, detail: str, status: int, details: dict[str, Any] | None = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    """A ``application/problem+json`` response."""
+    body = Problem(
+        type=PROBLEM_TYPE + code,
+        title=code.replace("_", " "),
+        status=status,
+        detail=detail,
+        code=code,
+        details=_jsonable(details or {}),
+    )
+    extra = dict(headers or {})
+    if code == "session_busy":
+        extra.setdefault("Retry-After", str(RETRY_AFTER_BUSY))
+    return JSONResponse(body.model_dump(), status_code=status, media_type="application/problem+json", headers=extra)
+
+
+def _jsonable(details: dict[str, Any]) -> dict[str, Any]:
+    return {
+        key: value if isinstance(value, str | int | float | bool | None) else str(value)
+        for key, value in details.items()
+    }
+
+
+async def _on_stellate_error(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, StellateError)
+    return problem_response(exc.code, exc.message, status_of(exc), exc.details)
+
+
+async def _on_problem(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, ProblemError)
+    headers = {"WWW-Authenticate": "Bearer"} if exc.status == 401 else None
+    return problem_response(exc.code, exc.detail, exc.status, exc.details, headers)
+
+
+async def _on_validation(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, RequestValidationError)
+    errors = [f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg', '')}" for e in exc.errors()]
+    return problem_response("validation_error", "; ".join(errors) or "invalid request", 422)
+
+
+async def _on_http(request: Request, exc: Exception) -> JSONResponse:
+    assert isinstance(exc, HTTPException)
+    code = {404: "not_found", 405: "method_not_allowed", 413: "request_too_large"}.get(exc.status_code, "http_error")
+    return problem_response(code, str(exc.detail), exc.status_code, headers=dict(exc.headers or {}))
+
+
+async def _on_unexpected(request: Request, exc: Exception) -> JSONResponse:
+    log.exception("unexpected error on %s %s", request.method, request.url.path, exc_info=exc)
+    return problem_response("internal_error", f"unexpected {type(exc).__name__}; see the server log", 500)
+
+
+def install_problem_handlers(app: FastAPI) -> None:
+    """Answer every error of ``app`` with a problem response."""
+    app.add_exception_handler(StellateError, _on_stellate_error)
+    app.add_exception_handler(ProblemError, _on_problem)
+    app.add_exception_handler(RequestValidationError, _on_validation)
+    app.add_exception_handler(HTTPException, _on_http)
+    app.add_exception_handler(Exception, _on_unexpected)
+
+
+_STATUS_TEXT = {
+    401: "no valid API key",
+    403: "the key may only read",
+    404: "unknown session (or one of another space)",
+    409: "conflict with the session's state",
+    413: "request body too large",
+    422: "invalid request",
+    503: "the model provider or the store is unavailable",
+}
+
+
+def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
+    """OpenAPI ``responses`` for the problems a route may answer (401, 413, 422 and 500 are always possible)."""
+    wanted = sorted({401, 413, 422, 500, *statuses})
+    return {
+        status: {
+            "model": Problem,
+            "description": _STATUS_TEXT.get(status, "unexpected server error"),
+            "content": {"application/problem+json": {}},
+        }
+        for status in wanted
+    }
