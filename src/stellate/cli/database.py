@@ -77,6 +77,16 @@ class Database:
         base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
         return base / "stellate" / f"{digest}.json"
 
+    @property
+    def keys_file(self) -> Path:
+        """The server's API keys: ``<db>.keys.json`` beside a SQLite file, else one per URL in the config dir."""
+        path = self.path
+        if path is not None:
+            return path.with_name(path.name + ".keys.json")
+        digest = hashlib.sha256(self.location.encode()).hexdigest()[:16]
+        base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+        return base / "stellate" / f"keys-{digest}.json"
+
     def last_session(self) -> str | None:
         """The session the last chat used, if remembered."""
         try:

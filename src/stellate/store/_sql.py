@@ -21,6 +21,7 @@ __all__ = [
     "record_from_row",
     "record_row",
     "select_events_sql",
+    "SPACE_MIGRATION",
     "select_sessions_sql",
     "state_update_row",
 ]
@@ -136,11 +137,21 @@ def select_events_sql(*, placeholder: str, types: Sequence[str] | None, reverse:
     return sql
 
 
-def select_sessions_sql(*, placeholder: str, parent_id: SessionId | None, roots: bool) -> tuple[str, tuple[Any, ...]]:
-    """The session listing of `Store.list_sessions` (all, children of ``parent_id``, or roots) in creation order."""
-    select = f"SELECT {', '.join(RECORD_COLUMNS)} FROM sessions"
+def select_sessions_sql(
+    *, placeholder: str, parent_id: SessionId | None, roots: bool, space: str
+) -> tuple[str, tuple[Any, ...]]:
+    """The listing of `Store.list_sessions` (all, children of ``parent_id``, or roots) of one space, in order."""
+    p = placeholder
+    select = f"SELECT {', '.join(RECORD_COLUMNS)} FROM sessions WHERE space = {p}"
     if parent_id is not None:
-        return f"{select} WHERE parent_id = {placeholder} ORDER BY position", (parent_id,)
+        return f"{select} AND parent_id = {p} ORDER BY position", (space, parent_id)
     if roots:
-        return f"{select} WHERE parent_id IS NULL ORDER BY position", ()
-    return f"{select} ORDER BY position", ()
+        return f"{select} AND parent_id IS NULL ORDER BY position", (space,)
+    return f"{select} ORDER BY position", (space,)
+
+
+#: Appended to each SQL backend's migrations: sessions belong to a space (a tenant); existing ones to the default.
+SPACE_MIGRATION = """
+    ALTER TABLE sessions ADD COLUMN space TEXT NOT NULL DEFAULT 'default';
+    CREATE INDEX sessions_space ON sessions(space, position)
+    """

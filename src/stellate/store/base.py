@@ -9,10 +9,11 @@ here once, so the backends cannot drift apart.
 from __future__ import annotations
 
 import abc
+import copy
 import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol, runtime_checkable
+from typing import Protocol, Self, runtime_checkable
 
 from stellate.errors import ConflictError, ForkError, NotFoundError, UsageError
 from stellate.log.events import Event, NewEvent, now_ms
@@ -22,7 +23,10 @@ from stellate.log.repair import repair_events
 from stellate.store._batch import PlannedAppend, plan_append
 from stellate.store.types import Anchor, Boundary, CompletedTurn, ForkRequest, SessionId, SessionRecord
 
-__all__ = ["BaseStore", "Store", "new_session_id"]
+__all__ = ["DEFAULT_SPACE", "BaseStore", "Store", "new_session_id"]
+
+DEFAULT_SPACE = "default"
+"""The space of a store handle that was not scoped with `BaseStore.in_space`."""
 
 
 def _marker_at_head(cursor: Cursor, types: tuple[str, ...]) -> Event | None:
@@ -105,6 +109,19 @@ class BaseStore(abc.ABC):
     def __init__(self) -> None:
         # Lineage never changes after creation, so reading through a fork chain needs no query per level.
         self._lineage: dict[SessionId, _Lineage] = {}
+        self.space = DEFAULT_SPACE
+        """The space (tenant) this handle sees: it reads, lists, forks and creates only that space's sessions."""
+
+    def in_space(self, space: str) -> Self:
+        """A handle on the same database that sees only the sessions of ``space`` (and creates them there).
+
+        It shares this store's connections: close the store, not its views. Session ids stay unique across
+        spaces, so an id taken in another space is refused (``session_exists``) without revealing anything else.
+        """
+        view = copy.copy(self)
+        view.space = space
+        view._lineage = {}  # per view: a cached lineage must never let one space read another's events
+        return view
 
     # -- primitives a backend implements ---------------------------------------------------------
 

@@ -21,6 +21,7 @@ class MemoryStore(BaseStore):
         super().__init__()
         self._records: dict[SessionId, SessionRecord] = {}
         self._events: dict[SessionId, list[Event]] = {}
+        self._spaces: dict[SessionId, str] = {}
         self._lock = asyncio.Lock()
 
     @classmethod
@@ -34,12 +35,13 @@ class MemoryStore(BaseStore):
                 raise ConflictError(f"a session {record.id!r} already exists", code="session_exists")
             self._records[record.id] = record
             self._events[record.id] = list(planned.events) if planned else []
+            self._spaces[record.id] = self.space
 
     async def _append_planned(
         self, session_id: SessionId, events: Sequence[NewEvent], expected_seq: int | None
     ) -> list[Event]:
         async with self._lock:
-            record = self._records.get(session_id)
+            record = self._visible(session_id)
             if record is None:
                 raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
             planned = plan_append(record, events, expected_seq)
@@ -51,7 +53,7 @@ class MemoryStore(BaseStore):
         async with self._lock:
             planned: dict[SessionId, PlannedAppend] = {}
             for session_id, events in batches.items():
-                record = self._records.get(session_id)
+                record = self._visible(session_id)
                 if record is None:
                     raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
                 planned[session_id] = plan_append(record, events, None)
@@ -81,11 +83,14 @@ class MemoryStore(BaseStore):
         return picked if limit is None else picked[:limit]
 
     async def _get_record(self, session_id: SessionId) -> SessionRecord | None:
-        return self._records.get(session_id)
+        return self._visible(session_id)
+
+    def _visible(self, session_id: SessionId) -> SessionRecord | None:
+        return self._records.get(session_id) if self._spaces.get(session_id) == self.space else None
 
     async def list_sessions(self, *, parent_id: SessionId | None = None, roots: bool = False) -> list[SessionRecord]:
         """All sessions in creation order, or the children of ``parent_id``, or the roots."""
-        records = list(self._records.values())
+        records = [r for r in self._records.values() if self._spaces[r.id] == self.space]
         if parent_id is not None:
             return [r for r in records if r.parent_id == parent_id]
         if roots:

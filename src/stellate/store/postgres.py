@@ -44,6 +44,7 @@ from stellate.store._batch import PlannedAppend, plan_append
 from stellate.store._sql import (
     EVENT_COLUMNS,
     RECORD_COLUMNS,
+    SPACE_MIGRATION,
     STATE_COLUMNS,
     event_from_row,
     event_rows,
@@ -98,13 +99,16 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE INDEX events_turn_markers ON events (session_id, seq) WHERE type IN ('turn/start', 'turn/end')
     """,
+    SPACE_MIGRATION,
 )
 
 _SELECT_RECORD = f"SELECT {', '.join(RECORD_COLUMNS)} FROM sessions"
-_LOCK_RECORD = f"{_SELECT_RECORD} WHERE id = %s FOR UPDATE"
+_IN_SPACE = "WHERE id = %s AND space = %s"
+_LOCK_RECORD = f"{_SELECT_RECORD} {_IN_SPACE} FOR UPDATE"
 # ON CONFLICT keeps a racing duplicate from aborting the transaction; no row back means the id is taken.
 _INSERT_RECORD = (
-    f"INSERT INTO sessions ({', '.join(RECORD_COLUMNS)}) VALUES ({', '.join(['%s'] * len(RECORD_COLUMNS))})"
+    f"INSERT INTO sessions ({', '.join(RECORD_COLUMNS)}, space)"
+    f" VALUES ({', '.join(['%s'] * (len(RECORD_COLUMNS) + 1))})"
     " ON CONFLICT (id) DO NOTHING"
 )
 # A whole batch in one statement: one array per column, whatever the number of events.
@@ -247,7 +251,7 @@ class PostgresStore(BaseStore):
 
     async def _insert_session(self, record: SessionRecord, planned: PlannedAppend | None) -> None:
         async with self._transaction("cannot create the session", session_id=record.id) as conn:
-            inserted = await conn.execute(_INSERT_RECORD, record_row(record))
+            inserted = await conn.execute(_INSERT_RECORD, (*record_row(record), self.space))
             if inserted.rowcount == 0:
                 raise ConflictError(
                     f"a session {record.id!r} already exists", code="session_exists", session_id=record.id
@@ -259,7 +263,7 @@ class PostgresStore(BaseStore):
         self, session_id: SessionId, events: Sequence[NewEvent], expected_seq: int | None
     ) -> list[Event]:
         async with self._transaction("cannot append", session_id=session_id) as conn:
-            row = await (await conn.execute(_LOCK_RECORD, (session_id,))).fetchone()
+            row = await (await conn.execute(_LOCK_RECORD, (session_id, self.space))).fetchone()
             if row is None:
                 raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
             planned = plan_append(record_from_row(row), events, expected_seq)
@@ -271,7 +275,7 @@ class PostgresStore(BaseStore):
         out: dict[SessionId, list[Event]] = {}
         async with self._transaction("cannot append to several sessions") as conn:
             for session_id in sorted(batches):  # one lock order for every writer: no deadlocks between them
-                row = await (await conn.execute(_LOCK_RECORD, (session_id,))).fetchone()
+                row = await (await conn.execute(_LOCK_RECORD, (session_id, self.space))).fetchone()
                 if row is None:
                     raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
                 planned = plan_append(record_from_row(row), batches[session_id], None)
@@ -296,12 +300,12 @@ class PostgresStore(BaseStore):
         return [event_from_row(r) for r in rows]
 
     async def _get_record(self, session_id: SessionId) -> SessionRecord | None:
-        rows = await self._select(f"{_SELECT_RECORD} WHERE id = %s", (session_id,))
+        rows = await self._select(f"{_SELECT_RECORD} {_IN_SPACE}", (session_id, self.space))
         return record_from_row(rows[0]) if rows else None
 
     async def list_sessions(self, *, parent_id: SessionId | None = None, roots: bool = False) -> list[SessionRecord]:
         """All sessions in creation order, or the children of ``parent_id``, or the roots."""
-        sql, params = select_sessions_sql(placeholder="%s", parent_id=parent_id, roots=roots)
+        sql, params = select_sessions_sql(placeholder="%s", parent_id=parent_id, roots=roots, space=self.space)
         return [record_from_row(r) for r in await self._select(sql, params)]
 
     async def _select(self, query: str, params: Sequence[Any]) -> list[TupleRow]:

@@ -21,6 +21,7 @@ from stellate.store._batch import PlannedAppend, plan_append
 from stellate.store._sql import (
     EVENT_COLUMNS,
     RECORD_COLUMNS,
+    SPACE_MIGRATION,
     STATE_COLUMNS,
     event_from_row,
     event_rows,
@@ -70,10 +71,14 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (session_id, seq)
     ) WITHOUT ROWID;
     """,
+    SPACE_MIGRATION,
 )
 
 _SELECT_RECORD = f"SELECT {', '.join(RECORD_COLUMNS)} FROM sessions"
-_INSERT_RECORD = f"INSERT INTO sessions ({', '.join(RECORD_COLUMNS)}) VALUES ({', '.join('?' * len(RECORD_COLUMNS))})"
+_INSERT_RECORD = (
+    f"INSERT INTO sessions ({', '.join(RECORD_COLUMNS)}, space) VALUES ({', '.join('?' * (len(RECORD_COLUMNS) + 1))})"
+)
+_IN_SPACE = "WHERE id = ? AND space = ?"
 _UPDATE_STATE = f"UPDATE sessions SET {', '.join(c + ' = ?' for c in STATE_COLUMNS)} WHERE id = ?"
 _INSERT_EVENTS = f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) VALUES ({', '.join('?' * len(EVENT_COLUMNS))})"
 
@@ -170,13 +175,13 @@ class SqliteStore(BaseStore):
         with self._write():
             if self._db.execute("SELECT 1 FROM sessions WHERE id = ?", (record.id,)).fetchone():
                 raise ConflictError(f"a session {record.id!r} already exists", code="session_exists")
-            self._db.execute(_INSERT_RECORD, record_row(record))
+            self._db.execute(_INSERT_RECORD, (*record_row(record), self.space))
             if planned is not None:
                 self._db.executemany(_INSERT_EVENTS, event_rows(record.id, planned))
 
     def _append_sync(self, session_id: SessionId, events: Sequence[NewEvent], expected: int | None) -> list[Event]:
         with self._write():
-            row = self._db.execute(f"{_SELECT_RECORD} WHERE id = ?", (session_id,)).fetchone()
+            row = self._db.execute(f"{_SELECT_RECORD} {_IN_SPACE}", (session_id, self.space)).fetchone()
             if row is None:
                 raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
             planned = plan_append(record_from_row(row), events, expected)
@@ -188,7 +193,7 @@ class SqliteStore(BaseStore):
         out: dict[SessionId, list[Event]] = {}
         with self._write():
             for session_id, events in batches.items():
-                row = self._db.execute(f"{_SELECT_RECORD} WHERE id = ?", (session_id,)).fetchone()
+                row = self._db.execute(f"{_SELECT_RECORD} {_IN_SPACE}", (session_id, self.space)).fetchone()
                 if row is None:
                     raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
                 planned = plan_append(record_from_row(row), events, None)
@@ -230,12 +235,12 @@ class SqliteStore(BaseStore):
         return [event_from_row(r) for r in rows]
 
     async def _get_record(self, session_id: SessionId) -> SessionRecord | None:
-        rows = await self._run(self._select, f"{_SELECT_RECORD} WHERE id = ?", (session_id,))
+        rows = await self._run(self._select, f"{_SELECT_RECORD} {_IN_SPACE}", (session_id, self.space))
         return record_from_row(rows[0]) if rows else None
 
     async def list_sessions(self, *, parent_id: SessionId | None = None, roots: bool = False) -> list[SessionRecord]:
         """All sessions in creation order, or the children of ``parent_id``, or the roots."""
-        sql, params = select_sessions_sql(placeholder="?", parent_id=parent_id, roots=roots)
+        sql, params = select_sessions_sql(placeholder="?", parent_id=parent_id, roots=roots, space=self.space)
         return [record_from_row(r) for r in await self._run(self._select, sql, params)]
 
     async def close(self) -> None:
