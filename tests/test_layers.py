@@ -21,7 +21,7 @@ ALLOWED: dict[str, set[str]] = {
     "testing": {"log", "store", "llm"},
     "sync": {"log", "store", "llm", "session", "engine", "agent"},
     "server": {"log", "store", "llm", "session", "engine", "agent"},
-    "client": {"log", "store", "llm", "session", "engine", "agent"},
+    "client": {"log", "store", "llm", "session", "engine", "agent", "sync"},
     "cli": {"log", "store", "llm", "session", "engine", "agent", "sync", "server"},
 }
 
