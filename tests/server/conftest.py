@@ -9,13 +9,12 @@ from __future__ import annotations
 import os
 import uuid
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 
 import httpx
 import pytest
 from fastapi import FastAPI
-from server_support import echo, make_agent
+from server_support import Keys, echo, make_agent
 
 from stellate.llm.scripted import ScriptedLLM
 from stellate.server import create_app
@@ -71,14 +70,6 @@ def app(store: BaseStore, llm: ScriptedLLM) -> FastAPI:
 async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
     async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://test/v1") as http:
         yield http
-
-
-@dataclass(frozen=True, slots=True)
-class Keys:
-    ring: KeyRing
-    alpha: str
-    beta: str
-    alpha_read_only: str
 
 
 @pytest.fixture

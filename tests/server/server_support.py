@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from stellate import Agent, tool
 from stellate.llm.scripted import ScriptedLLM
 from stellate.llm.types import LLMRequest
+from stellate.server.keys import KeyRing
 from stellate.store import BaseStore
 
 
@@ -31,3 +33,11 @@ def make_agent(store: BaseStore, llm: ScriptedLLM, **options: Any) -> Agent:
 
 def bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
+
+
+@dataclass(frozen=True, slots=True)
+class Keys:
+    ring: KeyRing
+    alpha: str
+    beta: str
+    alpha_read_only: str
