@@ -12,12 +12,8 @@ DEFAULT_MAX_BODY = 2 * 1024 * 1024
 """Bytes; a turn's message or a slot rarely needs more than a few kilobytes."""
 
 
-class _TooLarge(Exception):
-    pass
-
-
 class BodyLimit:
-    """ASGI middleware refusing bodies over ``max_bytes`` (by ``Content-Length``, and while streaming)."""
+    """ASGI middleware refusing bodies over ``max_bytes`` (by ``Content-Length``, or by counting)."""
 
     def __init__(self, app: ASGIApp, max_bytes: int = DEFAULT_MAX_BODY) -> None:
         self.app = app
@@ -32,28 +28,32 @@ class BodyLimit:
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             await self._refuse(scope, receive, send)
             return
+        # A body without a declared length is read in full first (it is small, by this very limit), so
+        # the refusal never depends on how the route reads it.
+        chunks: list[bytes] = []
         seen = 0
-        started = False
-
-        async def limited_receive() -> Message:
-            nonlocal seen
+        while True:
             message = await receive()
-            if message["type"] == "http.request":
-                seen += len(message.get("body", b""))
-                if seen > self.max_bytes:
-                    raise _TooLarge
-            return message
-
-        async def watched_send(message: Message) -> None:
-            nonlocal started
-            started = started or message["type"] == "http.response.start"
-            await send(message)
-
-        try:
-            await self.app(scope, limited_receive, watched_send)
-        except _TooLarge:
-            if not started:
+            if message["type"] != "http.request":
+                break
+            chunks.append(message.get("body", b""))
+            seen += len(chunks[-1])
+            if seen > self.max_bytes:
                 await self._refuse(scope, receive, send)
+                return
+            if not message.get("more_body", False):
+                break
+        body = b"".join(chunks)
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = problem_response(
