@@ -74,7 +74,7 @@ async def test_cancel_aborts_the_running_turn(client: httpx.AsyncClient, llm: Sc
     llm.push(Delay(seconds=30, then="never"))
     sid = await new_session(client)
     turn = asyncio.create_task(client.post(f"/sessions/{sid}/turns", json={"content": "long"}))
-    while not (await client.get(f"/sessions/{sid}")).json()["running"]:
+    while not (await client.get(f"/sessions/{sid}")).json()["open_turn"]:  # the turn is in the log
         await asyncio.sleep(0.01)
     assert (await client.post(f"/sessions/{sid}/turns/current/cancel")).json() == {"cancelled": True}
     response = await turn
