@@ -17,7 +17,7 @@ from typing import Any
 
 from stellate.agent import Agent
 from stellate.engine.events import ToolCallFinished, ToolCallStarted, TurnEvent, TurnFinished, TurnResult
-from stellate.errors import ConflictError, StellateError
+from stellate.errors import ConflictError
 
 __all__ = ["LiveTurn", "TurnManager", "event_data"]
 
@@ -166,8 +166,3 @@ class TurnManager:
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
-
-
-def is_stellate_error(error: BaseException | None) -> bool:
-    """Whether a turn's error is one of stellate's (reported with its code) rather than a bug."""
-    return isinstance(error, StellateError)
