@@ -180,3 +180,26 @@ async def test_a_session_held_by_another_writer_is_busy_at_once(client: httpx.As
     finally:
         await store.release_lease(SessionId(sid), lease)
     assert (await client.post(f"/sessions/{sid}/turns", json={"content": "hi"})).json()["turn"] == 1
+
+
+async def test_a_fork_anchored_in_the_running_turn_is_unavailable(client: httpx.AsyncClient, llm: ScriptedLLM) -> None:
+    gate = asyncio.Event()
+
+    async def held(request: LLMRequest) -> str:
+        await gate.wait()
+        return "late"
+
+    sid = await new_session(client)
+    await client.post(f"/sessions/{sid}/turns", json={"content": "one"})
+    llm.push(held)
+    turn = asyncio.create_task(client.post(f"/sessions/{sid}/turns", json={"content": "two"}))
+    while not (await client.get(f"/sessions/{sid}")).json()["open_turn"]:
+        await asyncio.sleep(0.01)
+    inside = await client.post(f"/sessions/{sid}/forks", json={"label": "x", "at_seq": 8})
+    assert inside.status_code == 409 and inside.json()["code"] == "fork_unavailable"
+    busy = await client.post(f"/sessions/{sid}/forks", json={"label": "y", "at_seq": 3})
+    assert busy.status_code == 409 and busy.json()["code"] == "session_busy" and busy.headers["retry-after"]
+    waiting = asyncio.create_task(client.post(f"/sessions/{sid}/forks?wait=true", json={"label": "y", "at_seq": 3}))
+    gate.set()
+    assert (await turn).json()["content"] == "late"
+    assert (await client.get(f"/sessions/{(await waiting).json()['id']}")).json()["fork_seq"] == 6
