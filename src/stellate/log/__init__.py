@@ -11,8 +11,10 @@ from stellate.log.events import (
     JsonObject,
     NewEvent,
     TurnEndReason,
+    find_unstorable,
     make_event,
     now_ms,
+    storable_text,
     validate_event,
 )
 from stellate.log.fork import check_explicit_boundary, clip_to_completed_turn, resolve_anchor
@@ -57,6 +59,7 @@ __all__ = [
     "clip_to_completed_turn",
     "derive_transcript",
     "event_messages",
+    "find_unstorable",
     "fold_slots",
     "make_event",
     "message_from_json",
@@ -65,5 +68,6 @@ __all__ = [
     "repair_events",
     "resolve_anchor",
     "sanitize_messages",
+    "storable_text",
     "validate_event",
 ]

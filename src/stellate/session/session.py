@@ -52,6 +52,8 @@ class Session:
         self._pending: list[NewEvent] = []
         self._flush_lock = asyncio.Lock()
         self._calibration = 0
+        self._unclosed_turn: int | None = None
+        """A turn whose closing write failed while the store still shows it open; the next turn closes it."""
 
     # -- opening ---------------------------------------------------------------------------------
 
