@@ -31,10 +31,18 @@ from stellate.log.messages import (
 )
 from stellate.log.repair import repair_events
 from stellate.log.state import SessionStatus, Slots, fold_slots
-from stellate.log.transcript import Transcript, TranscriptFold, derive_transcript, event_messages, sanitize_messages
+from stellate.log.transcript import (
+    INTERRUPTED_REPLY_NOTE,
+    Transcript,
+    TranscriptFold,
+    derive_transcript,
+    event_messages,
+    sanitize_messages,
+)
 
 __all__ = [
     "EVENT_TYPES",
+    "INTERRUPTED_REPLY_NOTE",
     "SURFACE_TYPES",
     "TURN_MARKERS",
     "AssistantMessage",
