@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from stellate.errors import ArchivedError, ConflictError, ForkError, NotFoundError, UsageError
-from stellate.llm.tokens import default_token_counter
+from stellate.llm.tokens import CachingTokenCounter, default_token_counter
 from stellate.llm.types import TokenCounter
 from stellate.log.events import Event, NewEvent, make_event
 from stellate.log.messages import Message, SystemMessage, message_to_json
@@ -47,7 +47,8 @@ class Session:
         self.record = record
         """Identity and lineage as stored (slots and cursor live in `history`)."""
         self.runtime = runtime
-        self.counter: TokenCounter = runtime.token_counter or default_token_counter()
+        # Shared by every estimate of the session, so each message is tokenized once (issue 11).
+        self.counter: TokenCounter = CachingTokenCounter(runtime.token_counter or default_token_counter())
         self.history = History(inherited=record.inherited, weigh=self._weigh)
         self._pending: list[NewEvent] = []
         self._flush_lock = asyncio.Lock()
