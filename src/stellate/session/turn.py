@@ -163,13 +163,18 @@ class Turn:
         """Like `step`, yielding the model's stream events, then `SendDone` with the recorded result."""
         request = await self._open_step(tools)
         response: LLMResponse | None = None
-        async for event in self._session.runtime.llm.stream(request):
-            if isinstance(event, ResponseDone):
-                response = event.response
-                continue
-            if isinstance(event, TextDelta):
-                self._partial.append(event.text)
-            yield event
+        try:
+            async for event in self._session.runtime.llm.stream(request):
+                if isinstance(event, ResponseDone):
+                    response = event.response
+                    continue
+                if isinstance(event, TextDelta):
+                    self._partial.append(event.text)
+                yield event
+        except LLMError:
+            if response is None:
+                raise
+            # The stream broke after its final response (a connection dropped past [DONE]): the reply is whole.
         if response is None:
             raise StellateError("the model's stream ended without a final response", code="llm_error")
         yield SendDone(result=await self._finish_step(response))
