@@ -111,7 +111,10 @@ async def test_a_store_locked_past_its_timeout_at_the_last_write_does_not_wedge_
             held.append(lock_writes(tmp_path / "s.db"))  # locked while the model answers
         return "answer"
 
-    session = await Session.create(store, SessionRuntime(llm=FunctionLLM(answer), durability=durability))
+    # A busy_timeout far below the lease's ttl: the next turn must not wait for this writer's own lease,
+    # which it could not release while the file was locked, to lapse.
+    runtime = SessionRuntime(llm=FunctionLLM(answer), durability=durability, busy_timeout=0.2)
+    session = await Session.create(store, runtime)
     with pytest.raises(ConflictError) as caught:
         await session.send("first question")
     assert caught.value.code == "store_locked"  # retryable: exit status 6

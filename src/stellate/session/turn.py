@@ -8,6 +8,7 @@ error results, the step is closed, and ``turn/end`` records why.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,7 @@ class Turn:
         self._content = content
         self._partial: list[str] = []
         self._ended = False
+        self._lease = contextlib.AsyncExitStack()
         self.number = 0
         """Turn number, set when the turn opens."""
 
@@ -59,28 +61,37 @@ class Turn:
         session = self._session
         session._check_writable()
         self._check_fits()
-        cursor = session.history.cursor
-        if cursor.turn_open:
-            if cursor.last_turn != session._unclosed_turn:
-                raise UsageError(f"session {session.id} already has turn {cursor.last_turn} open")
-            await self._close_left_open()
-        self.number = session.history.cursor.last_turn + 1
-        session._stage(
-            [make_event("turn/start", {"turn": self.number}), make_event("user/message", {"content": self._content})]
-        )
+        await self._lease.enter_async_context(session.hold())  # the session's only writer from here on
+        try:
+            session._check_writable()
+            if session.history.cursor.turn_open:
+                raise UsageError(f"session {session.id} already has turn {session.history.cursor.last_turn} open")
+            self.number = session.history.cursor.last_turn + 1
+            session._stage(
+                [
+                    make_event("turn/start", {"turn": self.number}),
+                    make_event("user/message", {"content": self._content}),
+                ]
+            )
+        except BaseException:
+            await self._lease.aclose()
+            raise
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self._ended:
-            return
-        if exc is None:
-            await self.end("completed")
-        elif isinstance(exc, asyncio.CancelledError | GeneratorExit):
-            await asyncio.shield(self._close("aborted", None))
-        else:
-            await asyncio.shield(self._close("error", exc))
+        try:
+            if self._ended:
+                return
+            if exc is None:
+                await self.end("completed")
+            elif isinstance(exc, asyncio.CancelledError | GeneratorExit):
+                await asyncio.shield(self._close("aborted", None))
+            else:
+                await asyncio.shield(self._close("error", exc))
+        finally:
+            await self._lease.aclose()
 
     def _check_fits(self) -> None:
         session = self._session
@@ -113,12 +124,14 @@ class Turn:
             session._stage([_assistant_event(partial, (), None, interrupted=True)])
         session._stage(self._closers(reason, error))
         try:
-            await self._flush_closing()
+            # On any failure `_flush` leaves the session equal to the store. A store that was busy or gone
+            # may still show this turn open: the next turn, taking the lease, repairs it (see `Session.hold`).
+            await session._flush()
         except FormatError as refusal:
-            # Something unstorable slipped past the checks and the store refused the whole batch; the session
-            # now holds what the store holds. Close that, with the refusal as the turn's error.
+            # Something unstorable slipped past the checks and the store refused the whole batch. Close what
+            # the store holds, with the refusal as the turn's error.
             session._stage(self._closers("error", refusal))
-            await self._flush_closing()
+            await session._flush()
             raise
 
     def _closers(self, reason: TurnEndReason, error: BaseException | None) -> list[NewEvent]:
@@ -127,25 +140,6 @@ class Turn:
         if closers and error is not None:
             closers[-1].data["error"] = _error_data(error)
         return closers
-
-    async def _flush_closing(self) -> None:
-        """Write the closing batch; when that fails, leave a mark so that the next turn closes this one."""
-        session = self._session
-        try:
-            await session._flush()
-        except BaseException:
-            # `_flush` left the session equal to the store (busy, gone, or refusing). If the store still shows
-            # this turn open, nothing else in this process would ever close it: the next turn does.
-            cursor = session.history.cursor
-            session._unclosed_turn = cursor.last_turn if cursor.turn_open else None
-            raise
-
-    async def _close_left_open(self) -> None:
-        """Close, as crash repair would, the turn whose closing write failed (see `_flush_closing`)."""
-        session = self._session
-        session._stage(repair_events(session.history.cursor, call_names=self._call_names(), time=now_ms()))
-        await session._flush()
-        session._unclosed_turn = None
 
     def _call_names(self) -> dict[str, str]:
         calls = self._session.history.pending_calls
