@@ -19,6 +19,7 @@ from stellate.store import BaseStore
 #: Store methods that write; every other attribute of a `FaultyStore` is the wrapped store's own. Lease renewal
 #: is left out: a timer drives it, so counting it would make the N-th write depend on timing.
 WRITES = frozenset({"append", "append_batches", "create_session", "repair", "acquire_lease", "release_lease"})
+READS = frozenset({"get_session", "read_events"})
 
 
 class FaultyStore:
@@ -29,6 +30,7 @@ class FaultyStore:
         error: Builds the exception to raise.
         after_commit: Write first, then raise: the commit landed but its answer was lost.
         writes: The methods counted (and failed) as writes.
+        reads_down: How many reads fail after the injected failure (the store is down, not just one write).
     """
 
     def __init__(
@@ -38,11 +40,13 @@ class FaultyStore:
         *,
         after_commit: bool = False,
         writes: frozenset[str] = WRITES,
+        reads_down: int = 0,
     ) -> None:
         self.inner = inner
         self.error = error
         self.after_commit = after_commit
         self.counted = writes
+        self.reads_down = reads_down
         self.fail_at: int | None = None
         self.writes = 0
         self.committed: list[Event] = []
@@ -50,6 +54,8 @@ class FaultyStore:
 
     def __getattr__(self, name: str) -> Any:
         attribute = getattr(self.inner, name)
+        if name in READS:
+            return self._read(attribute)
         if name not in self.counted:
             return attribute
 
@@ -62,6 +68,15 @@ class FaultyStore:
             raise self.error()
 
         return write
+
+    def _read(self, attribute: Any) -> Any:
+        async def read(*args: Any, **kwargs: Any) -> Any:
+            if self.reads_down and self.fail_at is not None and self.writes >= self.fail_at:
+                self.reads_down -= 1
+                raise self.error()
+            return await attribute(*args, **kwargs)
+
+        return read
 
     def _remember(self, name: str, result: Any) -> Any:
         if name in ("append", "repair"):

@@ -25,7 +25,11 @@ FAULTS: dict[str, tuple[Callable[[], Exception], bool]] = {
     "store_error": (lambda: StoreError("injected: the database went away"), False),
     "store_locked": (lambda: ConflictError("injected: locked by another process", code="store_locked"), False),
     "answer_lost": (lambda: StoreError("injected: the connection dropped after the commit"), True),
+    "store_down": (lambda: StoreError("injected: the database is down"), False),
 }
+#: With the store down, the reads that follow the failed write fail too: the session cannot learn what the
+#: store holds until the next turn.
+READS_DOWN = {"store_down": 2}
 # A lease granted but whose answer was lost is held by nobody until its ttl runs out: by design, the next turn
 # waits for it to lapse (tests/agent covers that), so the lost-answer fault spares lease grants.
 COUNTED = {"answer_lost": WRITES - {"acquire_lease"}}
@@ -64,14 +68,19 @@ async def test_a_failed_write_at_any_point_of_a_turn_never_wedges_the_session(
         session = await Session.create(backend, runtime, session_id=SessionId(f"{fault}-{durability}-{n}"))
         assert isinstance(await run_turn(session, "Hello"), TurnFinished)
         before = await backend.read_events(session.id)
-        faulty = FaultyStore(backend, error, after_commit=after_commit, writes=counted)
+        down = READS_DOWN.get(fault, 0)
+        faulty = FaultyStore(backend, error, after_commit=after_commit, writes=counted, reads_down=down)
         faulty.fail_at = n
         session.store = faulty  # type: ignore[assignment]
 
         outcome = await run_turn(session, "Compare Leiden and Delft")
         assert faulty.writes >= n, f"write {n} was never reached"
         assert isinstance(outcome, TurnFinished | StoreError), f"write {n}: {outcome!r}"
-        events = await check_consistent(session, backend)
+        if down:
+            faulty.reads_down = 0
+            events = await backend.read_events(session.id)
+        else:
+            events = await check_consistent(session, backend)
         assert events[: len(before)] == before, f"write {n}: committed events changed"
         assert all(events[e.seq] == e for e in faulty.committed), f"write {n}: a committed event was lost"
 

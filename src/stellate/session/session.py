@@ -68,6 +68,8 @@ class Session:
         self._lease: Lease | None = None
         self._unreleased: Lease | None = None
         """A lease this object could not release (the store was busy): still ours until it lapses."""
+        self._stale = False
+        """A failed write could not be followed by a read of the store: the history may differ from it."""
 
     # -- opening ---------------------------------------------------------------------------------
 
@@ -123,6 +125,9 @@ class Session:
 
     async def refresh(self) -> None:
         """Catch up with events other writers appended since this object last wrote."""
+        if self._stale:
+            await self._reload()
+            return
         record = await self.store.get_session(self.id)
         if record.next_seq > self.history.next_seq and not self._pending:
             self.history.absorb(await self.store.read_events(self.id, start=self.history.next_seq))
@@ -171,7 +176,7 @@ class Session:
         if record.cursor.turn_open:  # nobody else holds the lease, so whoever opened this turn is gone
             await self.store.repair(self.id, lease=self._lease)
             record = await self.store.get_session(self.id)
-        if record.next_seq < self.history.next_seq or self._pending:
+        if record.next_seq < self.history.next_seq or self._pending or self._stale:
             await self._reload()
         elif record.next_seq > self.history.next_seq:
             self.history.absorb(await self.store.read_events(self.id, start=self.history.next_seq))
@@ -492,10 +497,13 @@ class Session:
             raise
 
     async def _reload(self) -> None:
-        self.record = await self.store.get_session(self.id)
-        self.history = History(inherited=self.record.inherited, weigh=self._weigh)
-        self.history.absorb(await self.store.read_events(self.id))
-        self._pending = []
+        # Until the store has been read, the history may hold events the store never took; when the read fails
+        # too (the store is down) the next turn or `refresh` reloads in full rather than trust it by its length.
+        self._pending, self._stale = [], True
+        record = await self.store.get_session(self.id)
+        history = History(inherited=record.inherited, weigh=self._weigh)
+        history.absorb(await self.store.read_events(self.id))
+        self.record, self.history, self._stale = record, history, False
 
     # -- token estimates -------------------------------------------------------------------------
 
