@@ -473,10 +473,10 @@ class Session:
             first = self.history.next_seq - len(batch)
             try:
                 await self.store.append(self.id, batch, expected_seq=first, lease=self._lease)
-            except SessionBusyError:
-                await self._reload()
-                raise
-            except ConflictError:
+            except ConflictError as exc:
+                if exc.code != "seq_conflict":  # busy, lease lost, file locked: retrying here would only wait again
+                    await self._reload()
+                    raise
                 await self._rebase(batch)
             except BaseException:
                 await self._reload()
