@@ -359,6 +359,10 @@ class Agent:
         await (await self._session(session_id)).clear_insight()
         await self.events.publish(InsightUpdated(session_id=session_id, insight=None))
 
+    async def rename_session(self, session_id: str, label: str) -> None:
+        """Give a session a new label; the identity line of its next model call follows."""
+        await (await self._session(session_id)).set_label(label)
+
     async def consolidate_session(self, session_id: str) -> str:
         """Consolidate a session's history into its memory now and return the memory."""
         async with self._locks.hold(session_id):

@@ -20,6 +20,7 @@ from stellate.cli.console import Consoles
 from stellate.cli.database import Database
 from stellate.cli.exit_codes import EXIT_INTERRUPTED, error_line
 from stellate.cli.invocation import Invocation
+from stellate.cli.lookup import resolve_session
 from stellate.cli.providers import build_adapter, public_providers
 from stellate.cli.render import TurnPrinter, plural
 from stellate.cli.slash import QUIT, run_command
@@ -44,7 +45,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
         help="talk to a model in the terminal (resumes the last session)",
         description="Streams replies and tool calls; /help lists the slash commands.",
     )
-    chat_parser.add_argument("--session", metavar="ID", help="session to continue (default: the last one)")
+    chat_parser.add_argument(
+        "--session", metavar="ID", help="session to continue: id, id prefix or label (default: the last one)"
+    )
     chat_parser.add_argument("--provider", help=f"model provider: {', '.join(public_providers())}")
     chat_parser.add_argument("--model", help="model name (for local: a GGUF file)")
     chat_parser.add_argument("--base-url", dest="base_url", help="API root of an OpenAI-compatible server")
@@ -117,13 +120,14 @@ class ChatSession:
             return None
         return digest.id if digest.status == "active" else None
 
-    def switch(self, session_id: str) -> None:
-        """Make ``session_id`` the current session and remember it for the next chat.
+    def switch(self, reference: str) -> None:
+        """Make the session ``reference`` names (id, id prefix or label) current, and remember it for the next chat.
 
         Raises:
-            NotFoundError: unknown id.
+            NotFoundError: no session matches.
+            UsageError: several sessions match.
         """
-        digest = self.call(self.agent.get_session_digest, session_id)
+        digest = self.call(self.agent.get_session_digest, self.call(resolve_session, self.store, reference))
         self.current = digest.id
         self.database.remember_session(digest.id)
         status = "" if digest.status == "active" else f" [{digest.status}]"

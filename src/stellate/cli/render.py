@@ -6,6 +6,7 @@ The forest as a tree, digests as a table, log events one per line, contexts, and
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable, Mapping, Sequence
 
 from rich.console import Console
@@ -25,8 +26,18 @@ from stellate.engine.events import (
 )
 from stellate.log.events import Event
 from stellate.log.messages import AssistantMessage, Message, ToolMessage
+from stellate.store import SessionRecord
 
-__all__ = ["TurnPrinter", "clip", "plural", "context_table", "digest_table", "event_line", "forest_tree"]
+__all__ = [
+    "TurnPrinter",
+    "clip",
+    "context_table",
+    "digest_table",
+    "event_line",
+    "forest_tree",
+    "plural",
+    "session_table",
+]
 
 
 def clip(text: str | None, width: int = 100) -> str:
@@ -79,6 +90,22 @@ def digest_table(digests: Iterable[SessionDigest]) -> Table:
     for d in digests:
         cells = (d.id, d.label, d.status, str(d.turn_count), clip(d.memory, 60), clip(d.insight, 40))
         table.add_row(*(Text(cell) for cell in cells))  # Text: model output is not rich markup
+    return table
+
+
+def session_table(records: Iterable[SessionRecord], *, current: str | None = None) -> Table:
+    """Sessions one per row: id, label, status, turns, last activity and memory; ``current`` is marked."""
+    table = Table(show_header=True, expand=True, box=None, padding=(0, 2, 0, 0))
+    for column in ("id", "label", "status", "turns", "last active"):
+        table.add_column(column, no_wrap=True, ratio=None)
+    table.add_column("memory", no_wrap=True, overflow="ellipsis", ratio=1, min_width=8)  # the column that gives way
+    for r in records:
+        label = Text(r.slots.label or "(no label)", style="bold")
+        if r.id == current:
+            label.append("  ◀ current", style="bold cyan")
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.slots.last_activity / 1000))
+        status = Text(r.slots.status, style="" if r.slots.status == "active" else "yellow")
+        table.add_row(Text(r.id, "dim"), label, status, str(r.turn_count), when, Text(clip(r.slots.memory, 40)))
     return table
 
 
