@@ -43,3 +43,24 @@ def test_example_prints_its_expected_output(
     finally:
         os.chdir(cwd)
     assert output.getvalue().splitlines() == expected
+
+
+SKIPPED = re.compile(r"^```py test=\"skip\"\n(.*?)^```", flags=re.MULTILINE | re.DOTALL)
+NOT_RUN = [
+    pytest.param(code, id=f"{page.name}-skipped-{n}")
+    for page in PAGES
+    for n, code in enumerate(SKIPPED.findall(page.read_text(encoding="utf-8")), start=1)
+]
+
+
+@pytest.mark.parametrize("code", NOT_RUN)
+def test_an_example_that_cannot_run_here_is_still_valid_python(code: str) -> None:
+    compile(code, "example", "exec")  # e.g. no `await` outside a function
+
+
+def test_user_docs_stand_alone() -> None:
+    """The docs never send a reader to files they do not have or to the project's internal numbering."""
+    for page in [*PAGES, *sorted((ROOT / "examples").glob("*.py"))]:
+        text = page.read_text(encoding="utf-8")
+        for needle in ("DESIGN.md", "§", "shared/", "peer-bench", "seed ", "devtools inspector"):
+            assert needle not in text, f"{page.name} mentions {needle!r}"
