@@ -210,7 +210,13 @@ class Agent:
         source = await self._source(source_id)
         source._check_writable()
         if options.profile is not None and options.profile not in self.registries.profiles:
-            plan_fork(source_id=source_id, defaults=self.defaults, parent=SessionConfig(), profiles={}, options=options)
+            plan_fork(
+                source_id=source_id,
+                defaults=self.defaults,
+                parent=SessionConfig(),
+                profiles=self.registries.profiles,
+                options=options,
+            )
         if self.split_guard is not None:
             history = source.history
             self.split_guard.check(turn_count=history.cursor.last_turn, last_fork_turn=history.last_fork_turn)

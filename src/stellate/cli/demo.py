@@ -16,7 +16,8 @@ from stellate.agent import Agent, Reflector
 from stellate.cli.contexts import last_call_context
 from stellate.cli.database import open_database
 from stellate.cli.invocation import Invocation
-from stellate.cli.render import TurnPrinter, clip, digest_table, forest_tree
+from stellate.cli.render import clip, digest_table, forest_tree
+from stellate.cli.replies import TurnPrinter
 from stellate.cli.scenario import Trip, plan_trip, scripted_planner, scripted_reflector, study_abroad_profiles
 from stellate.engine.events import TurnEvent
 from stellate.store import BaseStore

@@ -14,7 +14,18 @@ from pathlib import Path
 from typing import Any
 
 from stellate.errors import ProviderError, UsageError
-from stellate.llm import LLMAdapter, LLMRequest, LLMResponse, Reply, ScriptStep, StreamEvent, create_adapter, tool_call
+from stellate.llm import (
+    LLMAdapter,
+    LLMRequest,
+    LLMResponse,
+    Reply,
+    RetryNotice,
+    RetryPolicy,
+    ScriptStep,
+    StreamEvent,
+    create_adapter,
+    tool_call,
+)
 
 __all__ = [
     "PROVIDERS",
@@ -23,6 +34,7 @@ __all__ = [
     "UnconfiguredLLM",
     "adapter_or_placeholder",
     "build_adapter",
+    "describe_provider",
     "load_script",
     "not_configured",
     "public_providers",
@@ -100,8 +112,8 @@ def not_configured() -> UsageError:
     )
 
 
-def build_adapter(settings: ProviderSettings) -> LLMAdapter:
-    """The adapter ``settings`` describe.
+def build_adapter(settings: ProviderSettings, *, on_retry: Callable[[RetryNotice], None] | None = None) -> LLMAdapter:
+    """The adapter ``settings`` describe; ``on_retry`` is told of each retry of a hosted provider's call.
 
     Raises:
         UsageError: ``provider_not_configured`` (no provider, or a hosted one without its key),
@@ -116,10 +128,31 @@ def build_adapter(settings: ProviderSettings) -> LLMAdapter:
             code="config_invalid",
         )
     options = _OPTION_BUILDERS[spec.adapter](settings.provider, spec, settings)
+    if on_retry is not None and spec.adapter in _RETRYING:
+        options["retry"] = RetryPolicy(on_retry=on_retry)
     try:
         return create_adapter(spec.adapter, **options)
     except ImportError as exc:
         raise UsageError(str(exc), code="missing_extra") from exc
+
+
+_RETRYING = frozenset({"openai", "anthropic"})
+
+
+def describe_provider(settings: ProviderSettings, llm: LLMAdapter) -> str:
+    """What the chat's banner says about the model: provider, model and, when it is not the provider's own, host.
+
+    A model name that nobody chose (the provider's default) is marked as such, because a server at another
+    address may serve a different model under any name.
+    """
+    spec = PROVIDERS.get(settings.provider or "")
+    model = llm.model
+    if spec is not None and settings.model is None and spec.default_model == model:
+        model = f"{model} (default name; --model sets it)"
+    parts = [llm.provider, model]
+    if settings.base_url is not None and (spec is None or settings.base_url != spec.base_url):
+        parts.append(f"at {settings.base_url}")
+    return " · ".join(parts)
 
 
 def _hosted_options(name: str, spec: ProviderSpec, settings: ProviderSettings) -> dict[str, Any]:
