@@ -9,7 +9,6 @@ line breaks. Enter sends. Piped input is read line by line and echoed, so a tran
 from __future__ import annotations
 
 import os
-import sys
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Protocol
@@ -151,7 +150,5 @@ class TerminalReader:
         """The next line, stripped (it may hold several lines); None after Ctrl-D on an empty line."""
         try:
             return self.session.prompt(FormattedText([("class:you", PROMPT)])).strip()
-        except EOFError:
-            sys.stdout.write("\n")  # the shell's prompt then starts on a line of its own
-            sys.stdout.flush()
+        except EOFError:  # prompt-toolkit has ended the line: the shell's prompt starts on a line of its own
             return None
