@@ -120,3 +120,16 @@ def test_ctrl_d_leaves_the_shell_prompt_on_a_line_of_its_own(terminal: list[Term
     visible = ANSI.sub("", last)
     assert visible.rstrip(" \r").endswith("\n")  # the line is ended: the shell's prompt starts afresh
     assert visible.rstrip("\r\n ").endswith("you ›")  # and nothing was typed after the chat's prompt
+
+
+def test_typing_at_a_terminal_with_the_output_piped_gets_a_plain_prompt(terminal: list[Terminal]) -> None:
+    child = pexpect.spawn(
+        "bash", ["-c", f"{sys.executable} -m stellate.cli chat | cat"], env=dict(os.environ), encoding="utf-8"
+    )
+    child.expect("you › ")
+    child.send("plain line\r")
+    child.expect("you said: plain line")
+    child.send(CTRL_D)
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0

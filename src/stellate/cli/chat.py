@@ -20,7 +20,14 @@ from stellate.cli.console import Consoles
 from stellate.cli.database import Database
 from stellate.cli.exit_codes import EXIT_INTERRUPTED, error_line, exit_status
 from stellate.cli.invocation import Invocation
-from stellate.cli.lines import ChatCompleter, LineReader, PipeReader, TerminalReader, history_path
+from stellate.cli.lines import (
+    ChatCompleter,
+    LineReader,
+    PipeReader,
+    PlainPromptReader,
+    TerminalReader,
+    history_path,
+)
 from stellate.cli.lookup import resolve_session
 from stellate.cli.providers import build_adapter, describe_provider, public_providers
 from stellate.cli.render import plural
@@ -110,10 +117,12 @@ class ChatSession:
         agent.add_hook(self._announce_fork, types=["session_forked"])
 
     def _reader(self) -> LineReader:
-        if sys.stdin.isatty() and sys.stdout.isatty():
-            completer = ChatCompleter(COMMANDS, sessions=self._session_names, profiles=self._profile_names)
-            return TerminalReader(completer, history=history_path())
-        return PipeReader(sys.stdin, self.consoles.out)
+        if not sys.stdin.isatty():
+            return PipeReader(sys.stdin, self.consoles.out)
+        if not sys.stdout.isatty():
+            return PlainPromptReader()
+        completer = ChatCompleter(COMMANDS, sessions=self._session_names, profiles=self._profile_names)
+        return TerminalReader(completer, history=history_path())
 
     def call(self, fn: Callable[..., Awaitable[T]], *args: Any) -> T:
         """Run ``fn(*args)`` on the chat's event loop and return its result."""
@@ -126,7 +135,7 @@ class ChatSession:
         if wanted is None:
             wanted = self.call(lambda: self.agent.create_session(label=ROOT_LABEL)).id
         self.switch(wanted)
-        self.consoles.out.print(Text(f"stellate chat · {banner} · /help for commands", "dim"), soft_wrap=True)
+        self.consoles.out.print(Text(f"stellate chat · {banner} · /help for commands", "dim"))
 
     def _resumable(self, session_id: str | None) -> str | None:
         if session_id is None:
@@ -152,8 +161,7 @@ class ChatSession:
             Text(
                 f"session {digest.id} · {digest.label or '(no label)'} · {plural(digest.turn_count, 'turn')}{status}",
                 "cyan",
-            ),
-            soft_wrap=True,
+            )
         )
 
     def loop(self) -> int:

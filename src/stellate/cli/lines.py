@@ -23,7 +23,7 @@ from prompt_toolkit.styles import Style
 from rich.console import Console
 from rich.text import Text
 
-__all__ = ["ChatCompleter", "LineReader", "PipeReader", "TerminalReader", "history_path"]
+__all__ = ["ChatCompleter", "LineReader", "PipeReader", "PlainPromptReader", "TerminalReader", "history_path"]
 
 PROMPT = "you › "
 
@@ -55,6 +55,18 @@ class PipeReader:
         if line:
             self.console.print(Text.assemble((PROMPT, "bold cyan"), line), soft_wrap=True)
         return line
+
+
+class PlainPromptReader:
+    """Lines typed at a terminal whose output goes elsewhere (``stellate chat | tee log``): no editor to draw."""
+
+    def read(self) -> str | None:
+        """The next line, stripped; None at end of input."""
+        try:
+            return input(PROMPT).strip()
+        except EOFError:
+            print()  # end the prompt's line
+            return None
 
 
 def history_path(env: dict[str, str] | None = None) -> Path:
