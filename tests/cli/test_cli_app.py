@@ -4,6 +4,7 @@ import subprocess
 import sys
 from importlib.metadata import entry_points
 
+import pytest
 from cli_support import Run, run_process
 
 from stellate import __version__
@@ -36,8 +37,9 @@ def test_the_entry_point_is_declared() -> None:
     assert script.value == "stellate.cli:main"
 
 
-def test_without_rich_the_command_names_the_extra_to_install() -> None:
-    code = "import sys; sys.modules['rich'] = None; from stellate.cli import main; sys.exit(main(['db', 'path']))"
+@pytest.mark.parametrize("module", ["rich", "prompt_toolkit"])
+def test_without_its_terminal_libraries_the_command_names_the_extra_to_install(module: str) -> None:
+    code = f"import sys; sys.modules[{module!r}] = None; from stellate.cli import main; sys.exit(main(['db', 'path']))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert done.returncode == 78
     assert 'pip install "stellate[cli]"' in done.stderr and done.stderr.count("\n") == 1

@@ -8,6 +8,7 @@ import pytest
 from cli_support import Forest, Run, events_of, run_process
 
 from stellate.cli.exit_codes import EXIT_STATUS
+from stellate.cli.slash import COMMANDS
 from stellate.testing.mock_llm import MockFailure, MockLLMServer, MockReply
 
 
@@ -151,7 +152,7 @@ def test_text_is_kept_as_typed_apostrophes_and_spacing_included(cli: Run, script
     assert cli("chat", stdin=_lines("/insight --clear")).out.count("insight pending: (none)") == 1
 
 
-@pytest.mark.parametrize("command", ["fork", "switch", "sessions", "rename", "tree", "insight", "export", "help"])
+@pytest.mark.parametrize("command", [name for name in COMMANDS if name != "exit"])  # /exit is /quit
 def test_every_slash_command_has_help_that_names_it(cli: Run, scripted: Path, command: str) -> None:
     result = cli("chat", stdin=_lines(f"/{command} --help", f"/help {command}"))
     assert result.status == 0 and not result.err

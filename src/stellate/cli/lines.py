@@ -13,13 +13,16 @@ from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Protocol
 
-from prompt_toolkit import PromptSession
-from prompt_toolkit.completion import CompleteEvent, Completer, Completion
-from prompt_toolkit.document import Document
-from prompt_toolkit.formatted_text import FormattedText
-from prompt_toolkit.history import FileHistory
-from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
-from prompt_toolkit.styles import Style
+try:
+    from prompt_toolkit import PromptSession
+    from prompt_toolkit.completion import CompleteEvent, Completer, Completion
+    from prompt_toolkit.document import Document
+    from prompt_toolkit.formatted_text import FormattedText
+    from prompt_toolkit.history import FileHistory
+    from prompt_toolkit.key_binding import KeyBindings, KeyPressEvent
+    from prompt_toolkit.styles import Style
+except ImportError as exc:  # pragma: no cover - exercised in a subprocess by tests/cli/test_cli_app.py
+    raise ImportError('the stellate command needs prompt-toolkit: pip install "stellate[cli]"') from exc
 from rich.console import Console
 from rich.text import Text
 
