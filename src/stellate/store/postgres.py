@@ -40,13 +40,15 @@ from stellate.errors import (
     UsageError,
 )
 from stellate.log.events import Event, NewEvent
-from stellate.store._batch import PlannedAppend, plan_append
+from stellate.store._batch import Fence, PlannedAppend, plan_append
 from stellate.store._sql import (
     EVENT_COLUMNS,
     RECORD_COLUMNS,
+    SELECTED_COLUMNS,
     STATE_COLUMNS,
     event_from_row,
     event_rows,
+    lease_sql,
     record_from_row,
     record_row,
     select_events_sql,
@@ -54,7 +56,9 @@ from stellate.store._sql import (
     state_update_row,
 )
 from stellate.store.base import BaseStore
-from stellate.store.types import SessionId, SessionRecord
+from stellate.store.pg_signals import PostgresSignals
+from stellate.store.signals import LOG_CHANNEL, log_payload
+from stellate.store.types import Lease, SessionId, SessionRecord
 
 __all__ = ["MIGRATIONS", "PostgresStore"]
 
@@ -98,9 +102,18 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE INDEX events_turn_markers ON events (session_id, seq) WHERE type IN ('turn/start', 'turn/end')
     """,
+    # The session's lease: one writer per session across processes (all NULL when nobody holds it).
+    """
+    ALTER TABLE sessions
+        ADD COLUMN lease_owner TEXT,
+        ADD COLUMN lease_token TEXT,
+        ADD COLUMN lease_acquired_at BIGINT,
+        ADD COLUMN lease_expires_at BIGINT
+    """,
 )
 
-_SELECT_RECORD = f"SELECT {', '.join(RECORD_COLUMNS)} FROM sessions"
+_SELECT_RECORD = f"SELECT {', '.join(SELECTED_COLUMNS)} FROM sessions"
+_LEASE = lease_sql("%s")
 _LOCK_RECORD = f"{_SELECT_RECORD} WHERE id = %s FOR UPDATE"
 # ON CONFLICT keeps a racing duplicate from aborting the transaction; no row back means the id is taken.
 _INSERT_RECORD = (
@@ -112,9 +125,11 @@ _INSERT_EVENTS = (
     f"INSERT INTO events ({', '.join(EVENT_COLUMNS)})"
     " SELECT %s::text, * FROM unnest(%s::bigint[], %s::text[], %s::bigint[], %s::text[], %s::boolean[])"
 )
+# The NOTIFY rides on the same statement: it is delivered when (and only if) the transaction commits.
 _APPEND = (
     f"WITH new_events AS ({_INSERT_EVENTS})"
     f" UPDATE sessions SET {', '.join(c + ' = %s' for c in STATE_COLUMNS)} WHERE id = %s"
+    " RETURNING pg_notify(%s, %s)"
 )
 _VERSION_TABLE = "CREATE TABLE IF NOT EXISTS stellate_schema (version INTEGER NOT NULL)"
 
@@ -131,6 +146,8 @@ class PostgresStore(BaseStore):
         self._min_size, self._max_size, self._timeout = min_size, max_size, timeout
         self._where = _describe(url) + (f" (schema {schema})" if schema else "")
         self._pool: AsyncConnectionPool[Connection] | None = None
+        self.signals: PostgresSignals = PostgresSignals(url, schema, self)
+        """Signals to and from every process on this database and schema, over ``LISTEN``/``NOTIFY``."""
 
     @classmethod
     async def open(
@@ -256,29 +273,53 @@ class PostgresStore(BaseStore):
                 await conn.execute(_INSERT_EVENTS, _event_columns(record.id, planned))
 
     async def _append_planned(
-        self, session_id: SessionId, events: Sequence[NewEvent], expected_seq: int | None
+        self, session_id: SessionId, events: Sequence[NewEvent], expected_seq: int | None, fence: Fence
     ) -> list[Event]:
         async with self._transaction("cannot append", session_id=session_id) as conn:
             row = await (await conn.execute(_LOCK_RECORD, (session_id,))).fetchone()
             if row is None:
                 raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
-            planned = plan_append(record_from_row(row), events, expected_seq)
-            state = state_update_row(planned.record)
-            await conn.execute(_APPEND, (*_event_columns(session_id, planned), *state, session_id))
+            planned = plan_append(record_from_row(row), events, expected_seq, fence)
+            await conn.execute(_APPEND, self._append_params(session_id, planned))
             return planned.events
 
-    async def _append_batches(self, batches: Mapping[SessionId, Sequence[NewEvent]]) -> dict[SessionId, list[Event]]:
+    async def _append_batches(
+        self, batches: Mapping[SessionId, Sequence[NewEvent]], fence: Fence
+    ) -> dict[SessionId, list[Event]]:
         out: dict[SessionId, list[Event]] = {}
         async with self._transaction("cannot append to several sessions") as conn:
             for session_id in sorted(batches):  # one lock order for every writer: no deadlocks between them
                 row = await (await conn.execute(_LOCK_RECORD, (session_id,))).fetchone()
                 if row is None:
                     raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
-                planned = plan_append(record_from_row(row), batches[session_id], None)
-                state = state_update_row(planned.record)
-                await conn.execute(_APPEND, (*_event_columns(session_id, planned), *state, session_id))
+                planned = plan_append(record_from_row(row), batches[session_id], None, fence)
+                await conn.execute(_APPEND, self._append_params(session_id, planned))
                 out[session_id] = planned.events
         return {sid: out[sid] for sid in batches}
+
+    def _append_params(self, session_id: SessionId, planned: PlannedAppend) -> tuple[Any, ...]:
+        state = state_update_row(planned.record)
+        signal = log_payload(session_id, planned.record.next_seq)
+        return (*_event_columns(session_id, planned), *state, session_id, self.signals.name(LOG_CHANNEL), signal)
+
+    async def notify(self, channel: str, payloads: list[str]) -> None:
+        """``NOTIFY channel`` with each payload, in order, in one transaction (see `PostgresSignals`)."""
+        async with self._transaction("cannot send signals") as conn, conn.cursor() as cursor:
+            await cursor.executemany("SELECT pg_notify(%s, %s)", [(channel, payload) for payload in payloads])
+
+    async def _take_lease(self, session_id: SessionId, lease: Lease, now: int) -> SessionRecord | None:
+        params = (lease.owner, lease.token, lease.acquired_at, lease.expires_at, session_id, now)
+        async with self._connection("cannot take the lease", session_id=session_id) as conn:
+            row = await (await conn.execute(_LEASE["take"], params)).fetchone()
+        return record_from_row(row) if row is not None else None
+
+    async def _renew_lease(self, session_id: SessionId, token: str, expires_at: int) -> bool:
+        async with self._connection("cannot renew the lease", session_id=session_id) as conn:
+            return (await conn.execute(_LEASE["renew"], (expires_at, session_id, token))).rowcount > 0
+
+    async def _release_lease(self, session_id: SessionId, token: str) -> None:
+        async with self._connection("cannot release the lease", session_id=session_id) as conn:
+            await conn.execute(_LEASE["release"], (session_id, token))
 
     async def _read_own(
         self,
@@ -309,7 +350,8 @@ class PostgresStore(BaseStore):
             return await (await conn.execute(query, params)).fetchall()
 
     async def close(self) -> None:
-        """Close every pooled connection; safe to call twice."""
+        """Stop the signal listener and close every pooled connection; safe to call twice."""
+        await self.signals.close()
         if self._pool is not None:
             pool, self._pool = self._pool, None
             await pool.close()
