@@ -109,8 +109,13 @@ def test_alt_enter_starts_a_new_line_and_enter_sends_both(terminal: list[Termina
     chat = _open(terminal)
     chat.type("line one", ALT_ENTER, "line two\\", "\r", "line three\r")
     chat.expect("you said: line one")
+    chat.type("/memory", ALT_ENTER, "first  line", ALT_ENTER, "second line\r")
+    chat.expect("second line")
     assert chat.leave()[0] == 0
     assert _user_messages(db) == [{"content": "line one\nline two\nline three"}]
+    [session] = session_ids(db)
+    memory = [data for _, kind, data in events_of(db, session) if kind == "memory/put"]
+    assert memory == [{"content": "first  line\nsecond line"}]
 
 
 def test_ctrl_d_leaves_the_shell_prompt_on_a_line_of_its_own(terminal: list[Terminal]) -> None:

@@ -70,7 +70,7 @@ def run_command(chat: ChatSession, line: str) -> object:
     Raises:
         UsageError: unknown command or bad arguments.
     """
-    name, _, rest = line[1:].partition(" ")
+    name, rest = [*line[1:].split(maxsplit=1), "", ""][:2]  # the text may span lines: split on any whitespace
     command = COMMANDS.get(name.lower())
     if command is None:
         raise UsageError(f"unknown command /{name}; /help lists the commands")
@@ -190,8 +190,7 @@ def sessions(chat: ChatSession, args: argparse.Namespace) -> None:
 
 
 def _rename_parser() -> SlashParser:
-    parser = _parser("/rename", "Give the current session a new label (the rest of the line).")
-    return parser
+    return _parser("/rename", "Give the current session a new label (the rest of the line).")
 
 
 def rename(chat: ChatSession, args: argparse.Namespace) -> None:
