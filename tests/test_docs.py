@@ -62,5 +62,7 @@ def test_user_docs_stand_alone() -> None:
     """The docs never send a reader to files they do not have or to the project's internal numbering."""
     for page in [*PAGES, *sorted((ROOT / "examples").glob("*.py"))]:
         text = page.read_text(encoding="utf-8")
-        for needle in ("DESIGN.md", "§", "shared/", "peer-bench", "seed ", "devtools inspector"):
+        for needle in ("DESIGN.md", "§", "shared/", "peer-bench", "devtools inspector"):
             assert needle not in text, f"{page.name} mentions {needle!r}"
+        cited = re.search(r"\bseed (?:decision|document|\d)|\bseeds/|\bthe seeds?\b", text, flags=re.IGNORECASE)
+        assert cited is None, f"{page.name} cites the project's seed documents: {cited.group()!r}"
