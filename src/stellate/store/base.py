@@ -25,7 +25,16 @@ from stellate.log.invariants import Cursor
 from stellate.log.repair import repair_events
 from stellate.store._batch import Fence, PlannedAppend, busy_error, plan_append
 from stellate.store.signals import LOG_CHANNEL, LocalSignals, Signals, log_payload
-from stellate.store.types import Anchor, Boundary, CompletedTurn, ForkRequest, Lease, SessionId, SessionRecord
+from stellate.store.types import (
+    Anchor,
+    Boundary,
+    Claim,
+    CompletedTurn,
+    ForkRequest,
+    Lease,
+    SessionId,
+    SessionRecord,
+)
 
 __all__ = ["DEFAULT_LEASE_TTL", "BaseStore", "Store", "lease_owner", "new_session_id"]
 
@@ -160,6 +169,14 @@ class BaseStore(abc.ABC):
     @abc.abstractmethod
     async def _take_lease(self, session_id: SessionId, lease: Lease, now: int) -> SessionRecord | None:
         """Grant ``lease`` atomically unless a lease live at ``now`` is on the session; the record after, or None."""
+
+    @abc.abstractmethod
+    async def _try_claim(self, claim: Claim, now: int) -> bool:
+        """Record ``claim`` unless a claim of its key is live at ``now``; whether it was recorded."""
+
+    @abc.abstractmethod
+    async def _release_claim(self, key: str, token: str) -> None:
+        """Drop the claim of ``key`` if it still has ``token``."""
 
     @abc.abstractmethod
     async def _renew_lease(self, session_id: SessionId, token: str, expires_at: int) -> bool:
@@ -376,6 +393,24 @@ class BaseStore(abc.ABC):
     async def release_lease(self, session_id: SessionId, lease: Lease) -> None:
         """Give a lease back; nothing happens when it was already taken over or released."""
         await self._release_lease(session_id, lease.token)
+
+    # -- claims: background work done once across processes --------------------------------------
+
+    async def claim(self, key: str, *, owner: str, ttl: float) -> Claim | None:
+        """Claim the background work named ``key`` for ``ttl`` seconds; None while another live claim holds it.
+
+        Raises:
+            UsageError: ``ttl`` is not positive or ``key`` is empty.
+        """
+        if ttl <= 0 or not key:
+            raise UsageError(f"a claim needs a key and ttl > 0 (got key={key!r}, ttl={ttl})")
+        now = self.clock()
+        claim = Claim(key=key, owner=owner, token=uuid.uuid4().hex, expires_at=now + round(ttl * 1000))
+        return claim if await self._try_claim(claim, now) else None
+
+    async def release_claim(self, claim: Claim) -> None:
+        """Drop a claim (nothing happens when it lapsed and another process claimed the work since)."""
+        await self._release_claim(claim.key, claim.token)
 
     async def append_batches(self, batches: Mapping[SessionId, Sequence[NewEvent]]) -> dict[SessionId, list[Event]]:
         """Append to several sessions in one transaction: all batches land, or none.

@@ -46,6 +46,7 @@ from stellate.store._sql import (
     RECORD_COLUMNS,
     SELECTED_COLUMNS,
     STATE_COLUMNS,
+    claim_sql,
     event_from_row,
     event_rows,
     lease_sql,
@@ -58,7 +59,7 @@ from stellate.store._sql import (
 from stellate.store.base import BaseStore
 from stellate.store.pg_signals import PostgresSignals
 from stellate.store.signals import LOG_CHANNEL, log_payload
-from stellate.store.types import Lease, SessionId, SessionRecord
+from stellate.store.types import Claim, Lease, SessionId, SessionRecord
 
 __all__ = ["MIGRATIONS", "PostgresStore"]
 
@@ -110,10 +111,15 @@ MIGRATIONS: tuple[str, ...] = (
         ADD COLUMN lease_acquired_at BIGINT,
         ADD COLUMN lease_expires_at BIGINT
     """,
+    # Claims on background work (a scheduled consolidation), so one process does it.
+    """
+    CREATE TABLE claims (key TEXT PRIMARY KEY, owner TEXT NOT NULL, token TEXT NOT NULL, expires_at BIGINT NOT NULL)
+    """,
 )
 
 _SELECT_RECORD = f"SELECT {', '.join(SELECTED_COLUMNS)} FROM sessions"
 _LEASE = lease_sql("%s")
+_CLAIM = claim_sql("%s")
 _LOCK_RECORD = f"{_SELECT_RECORD} WHERE id = %s FOR UPDATE"
 # ON CONFLICT keeps a racing duplicate from aborting the transaction; no row back means the id is taken.
 _INSERT_RECORD = (
@@ -316,6 +322,15 @@ class PostgresStore(BaseStore):
     async def _renew_lease(self, session_id: SessionId, token: str, expires_at: int) -> bool:
         async with self._connection("cannot renew the lease", session_id=session_id) as conn:
             return (await conn.execute(_LEASE["renew"], (expires_at, session_id, token))).rowcount > 0
+
+    async def _try_claim(self, claim: Claim, now: int) -> bool:
+        params = (claim.key, claim.owner, claim.token, claim.expires_at, now)
+        async with self._connection("cannot claim background work") as conn:
+            return (await conn.execute(_CLAIM["take"], params)).rowcount > 0
+
+    async def _release_claim(self, key: str, token: str) -> None:
+        async with self._connection("cannot release a claim") as conn:
+            await conn.execute(_CLAIM["release"], (key, token))
 
     async def _release_lease(self, session_id: SessionId, token: str) -> None:
         async with self._connection("cannot release the lease", session_id=session_id) as conn:
