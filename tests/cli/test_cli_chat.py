@@ -234,3 +234,23 @@ async def test_retries_are_shown_and_the_banner_names_the_server(monkeypatch: py
 def test_the_banner_names_a_chosen_model_without_a_default_mark(cli: Run, scripted: Path) -> None:
     result = cli("chat", "--model", "my-model", stdin="")
     assert "stellate chat · scripted · my-model · /help" in result.out
+
+
+async def test_a_server_that_serves_one_model_is_talked_to_by_its_name() -> None:
+    async with MockLLMServer([MockReply(text="Hi.")], models=["qwen2.5-7b"]) as server:
+        base_url = server.openai_base_url
+        result = await asyncio.to_thread(
+            run_process, "chat", "--provider", "openai", "--base-url", base_url, stdin=_lines("hi")
+        )
+    assert result.status == 0, result.err
+    assert f"stellate chat · openai · qwen2.5-7b · at {base_url} ·" in result.out
+    assert [r.body["model"] for r in server.requests] == ["qwen2.5-7b"]
+
+
+async def test_a_server_that_serves_several_models_is_named_in_the_banner() -> None:
+    async with MockLLMServer([MockReply(text="Hi.")], models=["llama3", "mistral"]) as server:
+        base_url = server.openai_base_url
+        result = await asyncio.to_thread(
+            run_process, "chat", "--provider", "openai", "--base-url", base_url, stdin=_lines("/quit")
+        )
+    assert "gpt-4o-mini (default name; the server lists llama3, mistral; --model picks one)" in result.out
