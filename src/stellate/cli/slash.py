@@ -112,7 +112,9 @@ def _parse_text(parser: SlashParser, rest: str) -> argparse.Namespace:
     try:
         args = parser.parse_args(split_words(options))
     except UsageError as exc:
-        raise UsageError(f"{exc}; text that starts with '-' goes after '--': {parser.prog} -- TEXT") from exc
+        problem = exc.message.removesuffix(f" (see {parser.prog} --help)")
+        hint = f"text that starts with '-' goes after '--' ({parser.prog} -- TEXT); see {parser.prog} --help"
+        raise UsageError(f"{problem}; {hint}") from exc
     args.text = body.strip()
     return args
 
