@@ -226,12 +226,12 @@ class ChatSession:
         if self.printer is not None:
             self.printer.line(line)
         else:
-            self.consoles.out.print(line, soft_wrap=True)
+            self.consoles.out.print(line, soft_wrap=not self.consoles.out.is_terminal)
 
     def _announce_fork(self, event: AgentEvent) -> None:
         if isinstance(event, SessionForked):
             text = f"  ⑂ new branch {event.label!r}: {event.session_id}  (/switch {event.session_id})"
-            self.consoles.out.print(Text(text, style="magenta"), soft_wrap=True)
+            self.consoles.out.print(Text(text, style="magenta"), soft_wrap=not self.consoles.out.is_terminal)
 
     def _session_names(self) -> list[str]:
         records = self.call(self.store.list_sessions)

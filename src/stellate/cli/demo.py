@@ -48,7 +48,7 @@ class RichNarrator:
 
     def user(self, text: str) -> None:
         """The user's message."""
-        self.console.print(Text.assemble(("you › ", "bold cyan"), text), soft_wrap=True)
+        self.console.print(Text.assemble(("you › ", "bold cyan"), text), soft_wrap=not self.console.is_terminal)
 
     def event(self, event: TurnEvent) -> None:
         """Stream the turn."""
@@ -56,7 +56,7 @@ class RichNarrator:
 
     def note(self, text: str) -> None:
         """An indented remark."""
-        self.console.print(Text(f"  • {text}", style="italic"), soft_wrap=True)
+        self.console.print(Text(f"  • {text}", style="italic"), soft_wrap=not self.console.is_terminal)
 
 
 async def demo(inv: Invocation) -> int:

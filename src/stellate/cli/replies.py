@@ -100,7 +100,7 @@ class TurnPrinter:
     def line(self, text: Text) -> None:
         """Print a line of its own, after any reply text in progress."""
         self._end_reply()
-        self.console.print(text, soft_wrap=True)
+        self.console.print(text, soft_wrap=not self.console.is_terminal)  # a terminal wraps it by words
 
     def finish(self) -> None:
         """End a reply left open (the turn ended, failed or was interrupted)."""
