@@ -41,6 +41,7 @@ from stellate.errors import ForkError, NotFoundError, StellateError, UsageError
 from stellate.llm.types import LLMAdapter
 from stellate.log.events import make_event
 from stellate.log.messages import Message
+from stellate.session.output import OutputContract, as_contract
 from stellate.session.prompts import default_compress_fn, default_consolidate_fn
 from stellate.session.session import Session
 from stellate.session.types import Durability, Language, SessionRuntime
@@ -304,7 +305,14 @@ class Agent:
 
     # -- turns -----------------------------------------------------------------------------------
 
-    async def turn(self, session_id: str, content: str, *, busy_timeout: float | None = None) -> TurnResult:
+    async def turn(
+        self,
+        session_id: str,
+        content: str,
+        *,
+        busy_timeout: float | None = None,
+        output_type: type[Any] | OutputContract[Any] | None = None,
+    ) -> TurnResult:
         """Run one turn (the model, and the tools it calls, until it answers) and return its result.
 
         Args:
@@ -312,28 +320,40 @@ class Agent:
             content: The user's message.
             busy_timeout: Seconds to wait while another writer (another process, or another agent) runs a
                 turn on this session; the agent's ``busy_timeout`` when None, 0 to fail at once.
+            output_type: Ask for a structured answer of this type (a pydantic model, a dataclass...; or an
+                `OutputContract` for the mode and retries); ``TurnResult.output`` then holds the validated object.
 
         Raises:
             SessionBusyError: the session was still busy after ``busy_timeout`` (retryable).
+            OutputValidationError: the structured answer stayed invalid after the allowed retries.
         """
         result: TurnResult | None = None
-        async for event in self.stream(session_id, content, busy_timeout=busy_timeout):
+        async for event in self.stream(session_id, content, busy_timeout=busy_timeout, output_type=output_type):
             if isinstance(event, TurnFinished):
                 result = event.result
         assert result is not None  # a turn always ends with TurnFinished or raises
         return result
 
     async def stream(
-        self, session_id: str, content: str, *, busy_timeout: float | None = None
+        self,
+        session_id: str,
+        content: str,
+        *,
+        busy_timeout: float | None = None,
+        output_type: type[Any] | OutputContract[Any] | None = None,
     ) -> AsyncIterator[TurnEvent]:
         """Run one turn, yielding its events as they happen; the last one is `TurnFinished`.
 
         The turn runs in a task of its own: closing the iterator early (``break``, an exception, or
         ``aclose()``) aborts it cleanly (``turn/end {aborted}``) and frees the session. Arguments and errors
-        are those of `turn`.
+        are those of `turn`; with ``output_type``, an `OutputReady` event carries the validated object just
+        before `TurnFinished`.
         """
+        contract = as_contract(output_type)
         queue: asyncio.Queue[TurnEvent | None] = asyncio.Queue()
-        runner = asyncio.get_running_loop().create_task(self._run_turn(session_id, content, busy_timeout, queue))
+        runner = asyncio.get_running_loop().create_task(
+            self._run_turn(session_id, content, busy_timeout, queue, contract)
+        )
         try:
             while (event := await queue.get()) is not None:
                 yield event
@@ -344,14 +364,19 @@ class Agent:
                 await asyncio.wait([runner])
 
     async def _run_turn(
-        self, session_id: str, content: str, busy_timeout: float | None, queue: asyncio.Queue[TurnEvent | None]
+        self,
+        session_id: str,
+        content: str,
+        busy_timeout: float | None,
+        queue: asyncio.Queue[TurnEvent | None],
+        output: OutputContract[Any] | None = None,
     ) -> None:
         try:
             async with self._locks.hold(session_id):
                 session = await self._session(session_id, fresh=False)
                 async with session.hold(wait=self.busy_timeout if busy_timeout is None else busy_timeout):
                     runner = TurnRunner(session, self._tools_for(session), agent=self, max_rounds=self.max_rounds)
-                    async for event in runner.run(content):
+                    async for event in runner.run(content, output=output):
                         await self.events.publish(event)
                         queue.put_nowait(event)
             self._schedule_consolidation(session)

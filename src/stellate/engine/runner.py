@@ -17,6 +17,7 @@ from typing import Any
 from stellate.engine.events import (
     AssistantReply,
     MessageReceived,
+    OutputReady,
     RoundEnd,
     RoundStart,
     TextChunk,
@@ -26,10 +27,12 @@ from stellate.engine.events import (
     TurnFinished,
     TurnResult,
 )
+from stellate.engine.output import OutputTurn
 from stellate.engine.tools import ToolContext, ToolRegistry, ToolResult
 from stellate.llm.types import TextDelta, Usage
 from stellate.log.events import TurnEndReason
 from stellate.log.messages import ToolCall
+from stellate.session.output import OutputContract
 from stellate.session.session import Session
 from stellate.session.turn import Turn
 from stellate.session.types import SendDone, SendResult
@@ -48,6 +51,7 @@ class _Tally:
     input_tokens: int = 0
     output_tokens: int = 0
     content: str = ""
+    output: Any = None
 
     def add(self, result: SendResult) -> None:
         self.rounds += 1
@@ -66,6 +70,7 @@ class _Tally:
             rounds=self.rounds,
             tool_calls=self.tool_calls,
             usage=usage,
+            output=self.output,
         )
 
 
@@ -87,11 +92,22 @@ class TurnRunner:
         self.agent = agent
         self.max_rounds = max_rounds
         self.cancelled = asyncio.Event()
+        self._pursuit: OutputTurn[Any] | None = None
+        self._turn_tools = tools
 
-    async def run(self, content: str) -> AsyncIterator[TurnEvent]:
-        """Run the turn, yielding its events; the last one is `TurnFinished`."""
+    async def run(self, content: str, *, output: OutputContract[Any] | None = None) -> AsyncIterator[TurnEvent]:
+        """Run the turn, yielding its events; the last one is `TurnFinished`.
+
+        With ``output``, the turn ends only on a valid answer of that type (`OutputReady` comes before
+        `TurnFinished`, and ``TurnResult.output`` holds it).
+
+        Raises:
+            OutputValidationError: the answers stayed invalid past the contract's retries.
+        """
         sid = self.session.id
         tally = _Tally()
+        self._pursuit = pursuit = OutputTurn(output, self.session.runtime.llm) if output is not None else None
+        self._turn_tools = pursuit.tools(self.tools) if pursuit is not None else self.tools
         yield MessageReceived(session_id=sid, content=content)
         try:
             async with self.session.turn(content) as turn:
@@ -101,19 +117,25 @@ class TurnRunner:
                 if tally.rounds >= self.max_rounds and self.session.history.cursor.step_open:
                     reason = "max_rounds"
                     await self._refuse_pending(turn)
+                if pursuit is not None and not pursuit.found:
+                    raise pursuit.exhausted()
                 await turn.end(reason)
         except asyncio.CancelledError:
             self.cancelled.set()
             raise
+        if pursuit is not None:
+            tally.output = pursuit.value
+            yield OutputReady(session_id=sid, output=pursuit.value)
         yield TurnFinished(session_id=sid, result=tally.result(sid, turn.number, reason))
 
     async def _rounds(self, turn: Turn, tally: _Tally) -> AsyncIterator[TurnEvent]:
         sid = self.session.id
-        specs = self.tools.specs()
+        specs = self._turn_tools.specs()
+        schema = self._pursuit.request_schema() if self._pursuit is not None else None
         while tally.rounds < self.max_rounds:
             yield RoundStart(session_id=sid, round=tally.rounds + 1)
             result: SendResult | None = None
-            async for event in turn.stream_step(specs):
+            async for event in turn.stream_step(specs, output=schema):
                 if isinstance(event, TextDelta):
                     yield TextChunk(session_id=sid, text=event.text)
                 elif isinstance(event, SendDone):
@@ -123,12 +145,20 @@ class TurnRunner:
             yield AssistantReply(
                 session_id=sid, round=tally.rounds, content=result.content, tool_calls=result.tool_calls
             )
+            answered = False
             if result.tool_calls and tally.rounds < self.max_rounds:
                 async for tool_event in self._run_tools(turn, result.tool_calls, tally):
                     yield tool_event
+                answered = self._answered_by_tool(turn)
+            elif not result.tool_calls:
+                answered = self._pursuit is None or self._pursuit.check_reply(turn, result)
             yield RoundEnd(session_id=sid, round=tally.rounds)
-            if not result.tool_calls:
+            if answered:
                 return
+
+    def _answered_by_tool(self, turn: Turn) -> bool:
+        pursuit = self._pursuit
+        return pursuit is not None and pursuit.check_tools(turn)
 
     async def _run_tools(self, turn: Turn, calls: Sequence[ToolCall], tally: _Tally) -> AsyncIterator[TurnEvent]:
         sid = self.session.id
@@ -145,7 +175,7 @@ class TurnRunner:
         context = ToolContext(
             session_id=self.session.id, call_id=call.id, agent=self.agent, cancelled=self.cancelled, metadata={}
         )
-        return await self.tools.call(call, context)
+        return await self._turn_tools.call(call, context)
 
     async def _refuse_pending(self, turn: Turn) -> None:
         text = ROUND_LIMIT_TEXT.format(limit=self.max_rounds)
