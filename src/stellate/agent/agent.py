@@ -14,6 +14,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
+from stellate import observability
 from stellate.agent._locks import SessionLocks
 from stellate.agent.bus import EventBus, Hook
 from stellate.agent.reflector import Reflection, Reflector
@@ -49,6 +50,8 @@ from stellate.store import BaseStore, SessionId, SessionRecord, open_store
 from stellate.store.base import DEFAULT_LEASE_TTL, lease_owner
 
 __all__ = ["Agent"]
+
+_log = observability.get_logger(__name__)
 
 DEFAULT_STORE = "sqlite:///stellate.db"
 #: Sessions whose in-memory history the agent keeps between calls.
@@ -222,6 +225,14 @@ class Agent:
         return await self.get_session_digest(child.id)
 
     async def _fork(self, source_id: str, options: ForkOptions) -> SessionRecord:
+        context = options.context if isinstance(options.context, str) or options.context is None else "function"
+        with observability.fork_span(source_id, context=context or "none", profile=options.profile) as span:
+            child = await self._fork_traced(source_id, options)
+            span.record({"stellate.fork.child_id": child.id, "stellate.fork.inherited": child.inherited})
+            _log.info("forked %s into %s", source_id, child.id)
+        return child
+
+    async def _fork_traced(self, source_id: str, options: ForkOptions) -> SessionRecord:
         source = await self._source(source_id)
         source._check_writable()
         if options.profile is not None and options.profile not in self.registries.profiles:
@@ -515,7 +526,9 @@ class Agent:
 
     async def _consolidate(self, session: Session) -> str:
         async with self._consolidating.setdefault(session.id, asyncio.Lock()):
-            memory = await session.consolidate()
+            with observability.consolidation_span(session.id) as span:
+                memory = await session.consolidate()
+                span.record({"stellate.turn": session.history.consolidated_turn})
         await self.events.publish(MemoryUpdated(session_id=session.id, memory=memory))
         await self.events.publish(ConsolidationDone(session_id=session.id, memory=memory))
         return memory

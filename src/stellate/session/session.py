@@ -10,10 +10,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
+from stellate import observability
 from stellate.errors import (
     ArchivedError,
     ConflictError,
@@ -47,7 +47,7 @@ from stellate.store.types import Anchor, Boundary, CompletedTurn, ForkRequest, L
 
 __all__ = ["Session"]
 
-_log = logging.getLogger(__name__)
+_log = observability.get_logger(__name__)
 
 _NO_TOOLS_TEXT = "No tools are available in a plain send(); this call was not run."
 
@@ -184,10 +184,16 @@ class Session:
             try:
                 renewed = await self.store.renew_lease(self.id, lease, ttl=ttl)
             except SessionBusyError:
-                _log.warning("session %s: lease lost; this writer's next write will be refused", self.id)
+                _log.warning(
+                    "session %s: lease lost; this writer's next write will be refused",
+                    self.id,
+                    extra={"session_id": self.id},
+                )
                 return
             except StellateError as exc:  # a passing store failure: the lease outlives two more beats
-                _log.warning("session %s: lease renewal failed (%s); retrying", self.id, exc)
+                _log.warning(
+                    "session %s: lease renewal failed (%s); retrying", self.id, exc, extra={"session_id": self.id}
+                )
                 continue
             if self._lease is not None and self._lease.token == token:
                 self._lease = renewed
@@ -196,7 +202,13 @@ class Session:
         try:
             await self.store.release_lease(self.id, lease)
         except StellateError as exc:  # it lapses by itself: only the next writer's wait gets longer
-            _log.warning("session %s: lease release failed (%s); it lapses at %d", self.id, exc, lease.expires_at)
+            _log.warning(
+                "session %s: lease release failed (%s); it lapses at %d",
+                self.id,
+                exc,
+                lease.expires_at,
+                extra={"session_id": self.id},
+            )
 
     # -- identity and slots ----------------------------------------------------------------------
 
