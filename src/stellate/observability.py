@@ -340,17 +340,14 @@ def tool_span(session_id: str, name: str, call_id: str, arguments: str) -> Scope
 
 def fork_span(source_id: str, *, context: str, profile: str | None) -> Scope:
     """A fork of ``source_id``; the child's id is recorded once known."""
-    return _scope(
-        source_id,
-        "fork_session",
-        "internal",
-        lambda: {
-            "stellate.operation": "fork",
-            "stellate.session.id": source_id,
-            "stellate.fork.context": context,
-            "stellate.fork.profile": profile or "",
-        },
-    )
+
+    def attributes() -> dict[str, Any]:
+        found = {"stellate.operation": "fork", "stellate.session.id": source_id, "stellate.fork.context": context}
+        if profile is not None:
+            found["stellate.fork.profile"] = profile
+        return found
+
+    return _scope(source_id, "fork_session", "internal", attributes)
 
 
 def consolidation_span(session_id: str) -> Scope:
