@@ -75,7 +75,7 @@ def modes() -> dict[str, Callable[[], None] | None]:
     """The modes this environment can run (the SDK mode needs ``opentelemetry-sdk``)."""
     found: dict[str, Callable[[], None] | None] = {"off": None}
     try:
-        import opentelemetry.trace  # noqa: F401
+        import opentelemetry.trace
     except ImportError:
         return found
     found["no-op provider"] = _noop
