@@ -35,6 +35,7 @@ from stellate.engine.events import (
     TurnResult,
 )
 from stellate.engine.forks import SplitGuard, plan_fork
+from stellate.engine.mcp import MCPServers, MCPServerSpec
 from stellate.engine.runner import DEFAULT_MAX_ROUNDS, TurnRunner
 from stellate.engine.skills import SkillSet
 from stellate.engine.tools import Tool, ToolRegistry
@@ -82,6 +83,8 @@ class Agent:
             the same store — runs a turn on the session, before `SessionBusyError`; 0 fails at once.
         lease_ttl: Seconds a session's lease lasts unless renewed (every third of it while a turn runs): how
             long a session stays blocked after its writer died mid-turn.
+        mcp_servers: MCP servers by name (`MCPStdio`, `MCPHTTP`), whose tools join ``tools``; started on first
+            use, stopped by `close`.
     """
 
     def __init__(
@@ -104,6 +107,7 @@ class Agent:
         durability: Durability = "step",
         busy_timeout: float = 30.0,
         lease_ttl: float = DEFAULT_LEASE_TTL,
+        mcp_servers: Mapping[str, MCPServerSpec] | MCPServers | None = None,
     ) -> None:
         unknown = set(builtin_tools) - set(BUILTIN_TOOLS)
         if unknown:
@@ -130,6 +134,8 @@ class Agent:
             skills=skills or SkillSet.from_skills(()),
             builtins=tuple(builtin_tools),
         )
+        self.mcp = mcp_servers if isinstance(mcp_servers, MCPServers) else MCPServers(mcp_servers)
+        """The MCP servers whose tools this agent offers (``agent.mcp.add(name, spec)`` registers one more)."""
         self.split_guard = split_guard
         self.consolidate_every = consolidate_every
         self.consolidate_on_archive = consolidate_on_archive
@@ -164,6 +170,7 @@ class Agent:
         """Wait for background consolidations, then close the store (if the agent opened it)."""
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.mcp.close()
         if self._store is not None and isinstance(self._store_or_url, str):
             await self._store.close()
             self._store = None
@@ -386,7 +393,8 @@ class Agent:
             async with self._locks.hold(session_id):
                 session = await self._session(session_id, fresh=False)
                 async with session.hold(wait=self.busy_timeout if busy_timeout is None else busy_timeout):
-                    runner = TurnRunner(session, self._tools_for(session), agent=self, max_rounds=self.max_rounds)
+                    tools = await self._tools_for(session)
+                    runner = TurnRunner(session, tools, agent=self, max_rounds=self.max_rounds)
                     async for event in runner.run(content, output=output):
                         await self.events.publish(event)
                         queue.put_nowait(event)
@@ -394,7 +402,10 @@ class Agent:
         finally:
             queue.put_nowait(None)
 
-    def _tools_for(self, session: Session) -> ToolRegistry:
+    async def _tools_for(self, session: Session) -> ToolRegistry:
+        if self.mcp:
+            reserved = [*self.registries.tools.names(), *self.registries.builtins]
+            self.registries.remote = list(await self.mcp.tools(reserved))
         return self.registries.session_tools(self._config_of(session), self._fork_from_tool)
 
     async def _fork_from_tool(self, source_id: str, options: ForkOptions) -> str:
