@@ -55,6 +55,8 @@ __all__ = ["Agent"]
 _log = observability.get_logger(__name__)
 
 DEFAULT_STORE = "sqlite:///stellate.db"
+#: Seconds a process may spend on a scheduled consolidation before another may take the work over.
+CONSOLIDATION_CLAIM_TTL = 300.0
 #: Sessions whose in-memory history the agent keeps between calls.
 SESSION_CACHE_SIZE = 256
 
@@ -520,9 +522,27 @@ class Agent:
         lock = self._consolidating.setdefault(session.id, asyncio.Lock())
         if lock.locked():
             return
-        task = asyncio.get_running_loop().create_task(self._consolidate_reporting(session))
+        task = asyncio.get_running_loop().create_task(self._consolidate_once(session, every))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def _consolidate_once(self, session: Session, every: int) -> None:
+        """A scheduled consolidation, done by one process only when several share the store.
+
+        The claim keeps other processes off while this one runs; the due check is then made again against the
+        store, so a process that finished the same consolidation a moment ago is not repeated. A process that
+        dies mid-way leaves its claim to lapse; the session's next turn, anywhere, schedules the work again.
+        """
+        store = await self.store()
+        claim = await store.claim(f"consolidate:{session.id}", owner=self.owner, ttl=CONSOLIDATION_CLAIM_TTL)
+        if claim is None:
+            return
+        try:
+            done = await _consolidated_turn(store, session)
+            if session.history.cursor.last_turn - max(done, session.history.consolidated_turn) >= every:
+                await self._consolidate_reporting(session)
+        finally:
+            await store.release_claim(claim)
 
     async def _consolidate_reporting(self, session: Session) -> None:
         try:
@@ -597,6 +617,13 @@ class Agent:
             lease_ttl=self.lease_ttl,
             busy_timeout=self.busy_timeout,
         )
+
+
+async def _consolidated_turn(store: BaseStore, session: Session) -> int:
+    """The turn the session's newest consolidation covered, read from the store (0 when never consolidated)."""
+    own = session.record.inherited  # as in the history's fold: a fork does not inherit its source's memory
+    puts = await store.read_events(session.id, start=own, types=("memory/put",), reverse=True, limit=50)
+    return next((e.data["turn"] for e in puts if "turn" in e.data), 0)
 
 
 def _overlay(base: SessionConfig, over: SessionConfig | None, system_prompt: str | None) -> SessionConfig:
