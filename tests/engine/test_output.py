@@ -228,3 +228,17 @@ async def test_output_event_outside_its_turn_is_refused() -> None:
             session.id, [make_event("output/validated", {"turn": 1, "name": "x", "mode": "tool", "value": 1})]
         )
     assert json.dumps(OutputContract(City).schema)  # plain JSON, sendable as is
+
+
+async def test_context_at_shows_the_correction_the_model_answered() -> None:
+    store = MemoryStore()
+    llm = ScriptedLLM(['{"name": "Amsterdam"}', '{"name": "Amsterdam", "population": 1}'], native_output=True)
+    async with Agent(store, llm=llm) as agent:
+        root = await agent.create_session()
+        await agent.turn(root.id, "City?", output_type=City)
+    session = await Session.load(store, SessionId(root.id), SessionRuntime(llm=llm))
+    replies = [e.seq for e in await store.read_events(session.id) if e.type == "assistant/message"]
+    context = await session.context_at(replies[-1])
+    assert [m.role for m in context[-3:]] == ["user", "assistant", "user"]
+    assert context[-1].content == llm.requests[1].messages[-1].content
+    assert "population: required but missing" in context[-1].content
