@@ -216,3 +216,18 @@ def test_instrument_without_opentelemetry_names_the_extra() -> None:
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
     assert out == 'tracing needs OpenTelemetry: pip install "stellate[otel]"'
+
+
+async def test_a_failed_model_call_marks_its_spans_and_metric(telemetry: Telemetry) -> None:
+    from stellate.errors import ProviderError
+
+    llm = ScriptedLLM([ProviderError("down", provider="scripted")])
+    async with Agent(MemoryStore(), llm=llm) as agent:
+        root = await agent.create_session()
+        with pytest.raises(ProviderError):
+            await agent.turn(root.id, "Hello?")
+    assert telemetry.tree() == ["invoke_agent stellate", "  chat scripted-model"]
+    assert {span.status.status_code.name for span in telemetry.finished()} == {"ERROR"}
+    [call] = telemetry.metric_points()["gen_ai.client.operation.duration"]
+    assert call.attributes["error.type"] == "ProviderError"
+    assert "stellate.turn.duration" in telemetry.metric_points()
