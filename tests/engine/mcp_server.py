@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 import sys
 
+import anyio
 from mcp.server.mcpserver import Context, MCPServer
 
 server = MCPServer("stellate-test-tools")
@@ -30,6 +31,13 @@ def pid() -> int:
 def crash() -> str:
     """Kill the server process at once."""
     os._exit(3)
+
+
+@server.tool()
+async def slow(seconds: float) -> str:
+    """Answer after a while."""
+    await anyio.sleep(seconds)
+    return "late"
 
 
 @server.tool()

@@ -59,7 +59,7 @@ async def test_stdio_server_tools_join_the_agent_and_answer() -> None:
         root = await agent.create_session()
         result = await agent.turn(root.id, "What is 2 + 3?")
     assert result.content == "2 + 3 = 5"
-    assert tool_names(llm.requests[0]) == ["add", "pid", "crash", "fail", "grow"]
+    assert tool_names(llm.requests[0]) == ["add", "pid", "crash", "slow", "fail", "grow"]
     add = llm.requests[0].tools[0]
     assert add.description == "Add two integers." and add.parameters["required"] == ["a", "b"]
     assert results(llm.requests[1]) == [("5", False), ("Error executing tool fail", True)]
@@ -134,6 +134,17 @@ async def test_the_tool_list_refreshes_when_the_server_says_it_changed() -> None
     assert "multiply" not in tool_names(llm.requests[0])
     assert "multiply" in tool_names(llm.requests[2])
     assert results(llm.requests[3])[-1] == ("42", False)
+
+
+async def test_a_call_past_its_timeout_is_an_error_result() -> None:
+    llm = ScriptedLLM([calls(("slow", {"seconds": 30})), calls(("add", {"a": 1, "b": 2})), "ok"])
+    servers = MCPServers({"calc": stdio()}, call_timeout=0.5)
+    async with Agent(MemoryStore(), llm=llm, mcp_servers=servers) as agent:
+        root = await agent.create_session()
+        await agent.turn(root.id, "Wait")
+    [(text, is_error)] = results(llm.requests[1])
+    assert (text, is_error) == ("MCP server 'calc' did not answer within 0.5 s; the call was cancelled", True)
+    assert results(llm.requests[2])[-1] == ("3", False)  # the server still answers
 
 
 async def test_an_unreachable_server_offers_no_tools_and_the_turn_goes_on() -> None:

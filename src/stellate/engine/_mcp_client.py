@@ -35,6 +35,7 @@ _log = observability.get_logger("stellate.engine.mcp")
 
 # JSON-RPC code the SDK gives a request whose connection closed under it (mcp_types.CONNECTION_CLOSED).
 _CONNECTION_CLOSED = -32000
+_REQUEST_TIMEOUT = -32001  # mcp_types.REQUEST_TIMEOUT
 # What streamable-HTTP servers answer (HTTP 404) to a session id they do not know, e.g. after a restart.
 _SESSION_GONE = re.compile(r"session (not found|terminated|expired)", re.IGNORECASE)
 _LOST = (anyio.ClosedResourceError, anyio.BrokenResourceError, anyio.EndOfStream, ConnectionError, OSError)
@@ -149,6 +150,11 @@ class Connection:
         try:
             result = await self._guard(session.call_tool(name, arguments, read_timeout_seconds=self._call_timeout))
         except MCPError as exc:  # a protocol-level refusal (unknown tool, bad params, timeout): the model reads it
+            if exc.code == _REQUEST_TIMEOUT:
+                text = (
+                    f"MCP server {self.label!r} did not answer within {self._call_timeout:g} s; the call was cancelled"
+                )
+                return ToolResult(text, is_error=True)
             return ToolResult(f"MCP server {self.label!r} refused the call: {exc.message}", is_error=True)
         return ToolResult(_result_text(result), is_error=bool(result.is_error))
 

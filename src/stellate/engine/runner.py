@@ -175,6 +175,8 @@ class TurnRunner:
         step = session.history.cursor.step + 1
         with observability.model_span(session.id, llm.provider, llm.model, turn=turn.number, step=step) as span:
             span.record_content("gen_ai.input.messages", lambda: _input_messages(session))
+            if self._pursuit is not None:
+                span.record({"gen_ai.output.type": "json"})
             result: SendResult | None = None
             async for event in turn.stream_step(specs, output=schema):
                 if isinstance(event, TextDelta):
