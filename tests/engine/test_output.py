@@ -242,3 +242,14 @@ async def test_context_at_shows_the_correction_the_model_answered() -> None:
     assert [m.role for m in context[-3:]] == ["user", "assistant", "user"]
     assert context[-1].content == llm.requests[1].messages[-1].content
     assert "population: required but missing" in context[-1].content
+
+
+def test_the_sync_facade_passes_the_output_type() -> None:
+    from stellate.sync import SyncAgent
+
+    llm = ScriptedLLM([answer(name="Delft", population=100), answer(name="Leiden", population=120)])
+    with SyncAgent(MemoryStore(), llm=llm) as agent:
+        root = agent.create_session()
+        assert agent.turn(root.id, "City?", output_type=City).output == City(name="Delft", population=100)
+        events = list(agent.stream(root.id, "Another?", output_type=City))
+    assert [e.output for e in events if isinstance(e, OutputReady)] == [City(name="Leiden", population=120)]
