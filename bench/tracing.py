@@ -1,7 +1,8 @@
 """What tracing costs per turn: ``python -m bench.tracing [--turns N] [--reps R]``.
 
 One process, an in-memory store and the zero-latency `InstantLLM`, so a turn is nothing but stellate's own
-work. Each repetition runs N turns in every mode, modes interleaved so drift hits them alike:
+work (sessions of 20 turns, so that the growing context is the same in every mode). Each repetition runs N
+turns in every mode, modes interleaved and rotated so drift hits them alike:
 
 - ``off``: `stellate.observability.instrument` never called (the default);
 - ``no-op provider``: instrumented, with OpenTelemetry's no-op tracer and meter providers;
@@ -25,15 +26,18 @@ from stellate import observability
 from stellate.agent.agent import Agent
 from stellate.store.memory import MemoryStore
 
+#: Turns per session: a turn's context grows with its history, so sessions are kept short and alike.
+TURNS_PER_SESSION = 20
+
 
 async def time_turns(turns: int) -> float:
-    """Microseconds per turn over ``turns`` plain turns on a fresh agent."""
+    """Microseconds per turn over ``turns`` plain turns on a fresh agent (a new session every 20 turns)."""
     async with Agent(MemoryStore(), llm=InstantLLM()) as agent:  # type: ignore[arg-type]
-        root = await agent.create_session()
-        await agent.turn(root.id, "warm up")
+        sessions = [(await agent.create_session()).id for _ in range(-(-turns // TURNS_PER_SESSION))]
+        await agent.turn(sessions[0], "warm up")
         start = time.perf_counter()
-        for _ in range(turns):
-            await agent.turn(root.id, "hi")
+        for n in range(turns):
+            await agent.turn(sessions[n // TURNS_PER_SESSION], "hi")
         return (time.perf_counter() - start) / turns * 1e6
 
 
@@ -90,8 +94,9 @@ def modes() -> dict[str, Callable[[], None] | None]:
 def measure(turns: int, reps: int) -> dict[str, Any]:
     """Median microseconds per turn for each mode, and the hooks' own cost with tracing off."""
     samples: dict[str, list[float]] = {name: [] for name in modes()}
-    for _ in range(reps):
-        for name, setup in modes().items():
+    order = list(modes().items())
+    for rep in range(reps):
+        for name, setup in order[rep % len(order) :] + order[: rep % len(order)]:  # each mode leads in turn
             if setup is not None:
                 setup()
             try:
