@@ -200,6 +200,7 @@ ERROR_CODES: dict[str, str] = {
     "llm_error": "the model call failed",
     "provider_error": "the provider answered with an error after retries",
     "output_invalid": "the model's structured output failed validation after the allowed retries",
+    "reply_unstorable": "the model's reply holds characters no store keeps (NUL, lone surrogate); the turn ended",
     "context_too_large": "the input does not fit the model's context even after compression",
     "session_archived": "the session is archived and read-only",
     "schema_behind": "the database needs migrating; run `stellate db migrate`",

@@ -18,6 +18,7 @@ from stellate import observability
 from stellate.agent._locks import SessionLocks
 from stellate.agent.bus import EventBus, Hook
 from stellate.agent.reflector import Reflection, Reflector
+from stellate.agent.relay import EventRelay
 from stellate.agent.runtime import BUILTIN_TOOLS, Registries, frozen_config
 from stellate.agent.topology import SessionDigest, TopologyNode, build_forest, digest_of
 from stellate.engine.config import ForkOptions, ForkProfile, SessionConfig
@@ -49,6 +50,7 @@ from stellate.session.session import Session
 from stellate.session.types import Durability, Language, SessionRuntime
 from stellate.store import BaseStore, SessionId, SessionRecord, open_store
 from stellate.store.base import DEFAULT_LEASE_TTL, lease_owner
+from stellate.store.signals import LocalSignals
 
 __all__ = ["Agent"]
 
@@ -87,6 +89,9 @@ class Agent:
             long a session stays blocked after its writer died mid-turn.
         mcp_servers: MCP servers by name (`MCPStdio`, `MCPHTTP`), whose tools join ``tools``; started on first
             use, stopped by `close`.
+        share_events: Send this agent's events to the agents of other processes on the same store and space, and
+            theirs to this agent's subscribers (text chunks of their running turns included). None: on when the
+            store carries signals between processes (PostgreSQL).
     """
 
     def __init__(
@@ -110,6 +115,7 @@ class Agent:
         busy_timeout: float = 30.0,
         lease_ttl: float = DEFAULT_LEASE_TTL,
         mcp_servers: Mapping[str, MCPServerSpec] | MCPServers | None = None,
+        share_events: bool | None = None,
     ) -> None:
         unknown = set(builtin_tools) - set(BUILTIN_TOOLS)
         if unknown:
@@ -156,6 +162,10 @@ class Agent:
         self._live: dict[str, SessionConfig] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._open_lock = asyncio.Lock()
+        self._share_events = share_events
+        self._relay: EventRelay | None = None
+        if self._store is not None:
+            self._connect_relay(self._store)
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -166,13 +176,24 @@ class Agent:
                 if self._store is None:
                     assert isinstance(self._store_or_url, str)
                     self._store = await open_store(self._store_or_url)
+                    self._connect_relay(self._store)
         return self._store
+
+    def _connect_relay(self, store: BaseStore) -> None:
+        shared = self._share_events
+        if shared is None:
+            shared = not isinstance(store.signals, LocalSignals)
+        if shared and self._relay is None:
+            self._relay = EventRelay(owner=self.owner, store=self.store, bus=self.events)
+            self.events.add_hook(self._relay.send)
 
     async def close(self) -> None:
         """Wait for background consolidations, then close the store (if the agent opened it)."""
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
         await self.mcp.close()
+        if self._relay is not None:
+            await self._relay.close()
         if self._store is not None and isinstance(self._store_or_url, str):
             await self._store.close()
             self._store = None
@@ -506,9 +527,12 @@ class Agent:
         """Call ``hook(event)`` for every event (or those of ``types``); returns a remover."""
         return self.events.add_hook(hook, types=types)
 
-    def subscribe(self, types: Collection[str] | None = None) -> AsyncIterator[AgentEvent]:
-        """Iterate over events published from now on."""
-        return self.events.subscribe(types)
+    async def subscribe(self, types: Collection[str] | None = None) -> AsyncIterator[AgentEvent]:
+        """Iterate over events published from now on (by other processes too, with ``share_events``)."""
+        if self._relay is not None:
+            await self._relay.start_receiving()
+        async for event in self.events.subscribe(types):
+            yield event
 
     # -- consolidation ---------------------------------------------------------------------------
 
