@@ -275,89 +275,81 @@ def _call_metric_attributes(span: Mapping[str, Any], extra: Mapping[str, Attribu
     return {**{key: span[key] for key in keys}, **extra}
 
 
-def _scope(session_id: str | None, name: str, kind: str, attributes: Callable[[], dict[str, Any]]) -> Scope:
-    live = _live
-    if live is None:
-        return Scope(session_id)
-    return _TracedScope(live, session_id, name, kind, attributes())
-
-
-# -- the hooks -------------------------------------------------------------------------------------
+# -- the hooks: each returns a quiet `Scope` at once when tracing is off, before building anything --------------
 
 
 def turn_span(session_id: str, content: str) -> Scope:
     """A turn of ``session_id`` (GenAI ``invoke_agent``); ``content`` is recorded only with content on."""
-
-    def attributes() -> dict[str, Any]:
-        found = {
-            "gen_ai.operation.name": "invoke_agent",
-            "gen_ai.agent.name": "stellate",
-            "gen_ai.conversation.id": session_id,
-            "stellate.session.id": session_id,
-        }
-        if _live is not None and _live.include_content:
-            found["gen_ai.input.messages"] = json.dumps([_text_message("user", content)])
-        return found
-
-    return _scope(session_id, "invoke_agent stellate", "turn", attributes)
+    live = _live
+    if live is None:
+        return Scope(session_id)
+    attributes: dict[str, Any] = {
+        "gen_ai.operation.name": "invoke_agent",
+        "gen_ai.agent.name": "stellate",
+        "gen_ai.conversation.id": session_id,
+        "stellate.session.id": session_id,
+    }
+    if live.include_content:
+        attributes["gen_ai.input.messages"] = json.dumps([_text_message("user", content)])
+    return _TracedScope(live, session_id, "invoke_agent stellate", "turn", attributes)
 
 
 def model_span(session_id: str, provider: str, model: str, *, turn: int, step: int) -> Scope:
     """One model call (GenAI ``chat``)."""
-    return _scope(
-        session_id,
-        f"chat {model}",
-        "client",
-        lambda: {
-            "gen_ai.operation.name": "chat",
-            "gen_ai.provider.name": provider,
-            "gen_ai.request.model": model,
-            "gen_ai.conversation.id": session_id,
-            "stellate.session.id": session_id,
-            "stellate.turn": turn,
-            "stellate.step": step,
-        },
-    )
+    live = _live
+    if live is None:
+        return Scope(session_id)
+    attributes: dict[str, Any] = {
+        "gen_ai.operation.name": "chat",
+        "gen_ai.provider.name": provider,
+        "gen_ai.request.model": model,
+        "gen_ai.conversation.id": session_id,
+        "stellate.session.id": session_id,
+        "stellate.turn": turn,
+        "stellate.step": step,
+    }
+    return _TracedScope(live, session_id, f"chat {model}", "client", attributes)
 
 
 def tool_span(session_id: str, name: str, call_id: str, arguments: str) -> Scope:
     """One tool call (GenAI ``execute_tool``); ``arguments`` are recorded only with content on."""
-
-    def attributes() -> dict[str, Any]:
-        found = {
-            "gen_ai.operation.name": "execute_tool",
-            "gen_ai.tool.name": name,
-            "gen_ai.tool.call.id": call_id,
-            "gen_ai.tool.type": "function",
-            "stellate.session.id": session_id,
-        }
-        if _live is not None and _live.include_content:
-            found["gen_ai.tool.call.arguments"] = arguments
-        return found
-
-    return _scope(session_id, f"execute_tool {name}", "internal", attributes)
+    live = _live
+    if live is None:
+        return Scope(session_id)
+    attributes: dict[str, Any] = {
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": name,
+        "gen_ai.tool.call.id": call_id,
+        "gen_ai.tool.type": "function",
+        "stellate.session.id": session_id,
+    }
+    if live.include_content:
+        attributes["gen_ai.tool.call.arguments"] = arguments
+    return _TracedScope(live, session_id, f"execute_tool {name}", "internal", attributes)
 
 
 def fork_span(source_id: str, *, context: str, profile: str | None) -> Scope:
     """A fork of ``source_id``; the child's id is recorded once known."""
-
-    def attributes() -> dict[str, Any]:
-        found = {"stellate.operation": "fork", "stellate.session.id": source_id, "stellate.fork.context": context}
-        if profile is not None:
-            found["stellate.fork.profile"] = profile
-        return found
-
-    return _scope(source_id, "fork_session", "internal", attributes)
+    live = _live
+    if live is None:
+        return Scope(source_id)
+    attributes: dict[str, Any] = {
+        "stellate.operation": "fork",
+        "stellate.session.id": source_id,
+        "stellate.fork.context": context,
+    }
+    if profile is not None:
+        attributes["stellate.fork.profile"] = profile
+    return _TracedScope(live, source_id, "fork_session", "internal", attributes)
 
 
 def consolidation_span(session_id: str) -> Scope:
     """A consolidation of ``session_id``'s history into its memory."""
-    return _scope(
-        session_id,
-        "consolidate_session",
-        "internal",
-        lambda: {"stellate.operation": "consolidate", "stellate.session.id": session_id},
-    )
+    live = _live
+    if live is None:
+        return Scope(session_id)
+    attributes: dict[str, Any] = {"stellate.operation": "consolidate", "stellate.session.id": session_id}
+    return _TracedScope(live, session_id, "consolidate_session", "internal", attributes)
 
 
 def _text_message(role: str, text: str) -> dict[str, Any]:
