@@ -51,6 +51,13 @@ E2E = {
     "agents": "Agents SDK + OpenAIChatCompletionsModel",
 }
 
+SERVER_P50 = "p50 per-turn latency, ms"
+SERVER_P99 = "p99 per-turn latency, ms"
+SERVER_RATE = "throughput, turns/s"
+STREAMS_OPEN = "open a stream, ms each"
+STREAMS_P50 = "p50 delivery to all streams, ms"
+STREAMS_P99 = "p99 delivery to all streams, ms"
+
 PEERS = ("langgraph", "agents")
 
 
@@ -91,6 +98,12 @@ class Sizes:
     """Timed repetitions inside the one process of each B3 and B4 case."""
     diagnostics: bool = True
     """Also the control and diagnostic rows (real-turn history, stellate's own SQL, prototype fixes)."""
+    b6_c: tuple[int, ...] = (1, 10, 100)
+    """B6: concurrent sessions through HTTP."""
+    b6_turns: int = 20
+    """B6: timed turns per session."""
+    b6_streams: tuple[int, ...] = (10, 100, 500)
+    """B6: SSE streams held at once."""
     k_cold: int = 10
     """Cold turns (each on a freshly opened store) for stellate; peers get `k_cold_peer`."""
     k_cold_peer: int = 5
@@ -113,11 +126,37 @@ QUICK = Sizes(
     2,
     2,
     diagnostics=False,
+    b6_c=(1, 10),
+    b6_turns=5,
+    b6_streams=(10, 100),
     k_cold=5,
     k_cold_peer=3,
     k_e2e=5,
 )
-SMOKE = Sizes((3,), (60,), 60, 6, 2, 2, 2, 3, 2, 1, 1, 1, k_cold=2, k_cold_peer=1, b7_h=(3,), k_e2e=2)
+SMOKE = Sizes(
+    (3,),
+    (60,),
+    60,
+    6,
+    2,
+    2,
+    2,
+    3,
+    2,
+    1,
+    1,
+    1,
+    b6_c=(2,),
+    b6_turns=2,
+    b6_streams=(2,),
+    k_cold=2,
+    k_cold_peer=1,
+    b7_h=(3,),
+    k_e2e=2,
+)
+
+#: B6's mock model answers after this many milliseconds.
+B6_LATENCY_MS = 50
 
 
 def _b1(bench: str, db: str, sizes: Sizes) -> list[Case]:
@@ -203,6 +242,20 @@ def _b4(sizes: Sizes) -> list[Case]:
     ]
 
 
+def _b6(sizes: Sizes) -> list[Case]:
+    rows = {"p50": SERVER_P50, "p99": SERVER_P99, "rate": SERVER_RATE}
+    turns = [
+        Case("B6", c, "server.b6", {"sessions": c, "turns": sizes.b6_turns, "latency_ms": B6_LATENCY_MS}, rows)
+        for c in sizes.b6_c
+    ]
+    rows = {"open": STREAMS_OPEN, "p50": STREAMS_P50, "p99": STREAMS_P99}
+    streams = [
+        Case("B6-streams", n, "server.b6_streams", {"streams": n, "events": 20, "latency_ms": B6_LATENCY_MS}, rows)
+        for n in sizes.b6_streams
+    ]
+    return turns + streams
+
+
 def _b7(sizes: Sizes) -> list[Case]:
     """End to end against the loopback mock: wall and CPU time per turn, each system with its real client."""
     cases = []
@@ -235,4 +288,6 @@ def cases(sizes: Sizes, benches: set[str]) -> list[Case]:
         out += _b1("B5-turn", "pg", sizes)
     if "B5" in benches or "B5-FORK" in benches:
         out += _b2("B5-fork", "pg", sizes)
+    if "B6" in benches:
+        out += _b6(sizes)
     return out if sizes.diagnostics else [c for c in out if not _diagnostic(c)]

@@ -68,11 +68,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def selected(args: argparse.Namespace) -> set[str]:
     if args.only:
         chosen = {b.strip().upper() for b in args.only.split(",") if b.strip()}
-        unknown = chosen - {"B1", "B2", "B3", "B4", "B5", "B5-TURN", "B5-FORK", "B7"}
+        unknown = chosen - {"B1", "B2", "B3", "B4", "B5", "B5-TURN", "B5-FORK", "B6", "B7"}
         if unknown:
             raise SystemExit(f"unknown benchmark(s) {sorted(unknown)}; choose from B1-B7, B5-turn, B5-fork")
         return chosen
-    return {"B1", "B2", "B3", "B4", "B7"} | ({"B5"} if args.pg else set())
+    return {"B1", "B2", "B3", "B4", "B6", "B7"} | ({"B5"} if args.pg else set())
 
 
 def missing(case: plan.Case, no_peers: bool) -> str | None:

@@ -26,6 +26,7 @@ MODULES = {
     "langgraph": "bench.langgraph_cases",
     "agents": "bench.agents_cases",
     "e2e": "bench.e2e_cases",
+    "server": "bench.server_cases",
 }
 
 

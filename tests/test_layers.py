@@ -10,7 +10,7 @@ from pathlib import Path
 import stellate
 
 SRC = Path(stellate.__file__).resolve().parent
-SHARED = {"errors", "_version"}
+SHARED = {"errors", "_version", "observability"}
 ALLOWED: dict[str, set[str]] = {
     "log": set(),
     "store": {"log"},
@@ -20,7 +20,9 @@ ALLOWED: dict[str, set[str]] = {
     "agent": {"log", "store", "llm", "session", "engine"},
     "testing": {"log", "store", "llm"},
     "sync": {"log", "store", "llm", "session", "engine", "agent"},
-    "cli": {"log", "store", "llm", "session", "engine", "agent", "sync"},
+    "server": {"log", "store", "llm", "session", "engine", "agent"},
+    "client": {"log", "store", "llm", "session", "engine", "agent", "sync"},
+    "cli": {"log", "store", "llm", "session", "engine", "agent", "sync", "server"},
 }
 
 
@@ -54,7 +56,8 @@ def test_every_layer_imports_only_layers_below_it() -> None:
 def test_core_import_loads_no_optional_extra() -> None:
     code = (
         "import sys, stellate, stellate.sync, stellate.store, stellate.llm;"
-        "extras = ('httpx', 'psycopg', 'psycopg_pool', 'tiktoken', 'llama_cpp', 'rich');"
+        "extras = ('httpx', 'psycopg', 'psycopg_pool', 'tiktoken', 'llama_cpp', 'rich', 'opentelemetry', 'mcp',"
+        " 'fastapi', 'uvicorn', 'sse_starlette');"
         "print(sorted(m for m in extras if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()

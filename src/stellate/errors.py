@@ -13,7 +13,8 @@ Every error carries a stable snake_case ``code``; messages may change, codes may
     │   └── SchemaError       a database written by a newer stellate
     ├── ForkError             a fork that cannot be made (see ``ForkErrorCode``)
     ├── LLMError              a model call failed
-    │   └── ProviderError     the provider answered with an error after retries
+    │   ├── ProviderError     the provider answered with an error after retries
+    │   └── OutputValidationError  the model's structured output stayed invalid after the retries
     └── ArchivedError         a write to an archived session
 """
 
@@ -32,6 +33,7 @@ __all__ = [
     "InvariantError",
     "LLMError",
     "NotFoundError",
+    "OutputValidationError",
     "ProviderError",
     "SchemaError",
     "SessionBusyError",
@@ -157,6 +159,16 @@ class ProviderError(LLMError):
     code = "provider_error"
 
 
+class OutputValidationError(LLMError):
+    """Raised when the model's structured output is still invalid after the allowed retries.
+
+    Also raised when the model never answers in the required form. ``details`` hold ``attempts`` and
+    ``problems`` (one line per invalid field of the last attempt).
+    """
+
+    code = "output_invalid"
+
+
 class ArchivedError(StellateError):
     """Raised on a write (turn, fork, slot change) to an archived session."""
 
@@ -187,6 +199,8 @@ ERROR_CODES: dict[str, str] = {
     "split_rejected": "the split guard refused the fork (too few turns or cooling down)",
     "llm_error": "the model call failed",
     "provider_error": "the provider answered with an error after retries",
+    "output_invalid": "the model's structured output failed validation after the allowed retries",
+    "reply_unstorable": "the model's reply holds characters no store keeps (NUL, lone surrogate); the turn ended",
     "context_too_large": "the input does not fit the model's context even after compression",
     "session_archived": "the session is archived and read-only",
     "schema_behind": "the database needs migrating; run `stellate db migrate`",
@@ -205,4 +219,15 @@ ERROR_CODES: dict[str, str] = {
     "missing_extra": "an optional dependency is not installed; the message names the pip install",
     "store_not_found": "the database does not exist yet",
     "io_error": "a file could not be read or written",
+    "turn_cancelled": "the turn was cancelled before it finished (it is recorded as aborted)",
+    "validation_error": "the request does not match the API's schema",
+    "not_found": "no such API route (or a space this server does not serve)",
+    "method_not_allowed": "the route does not accept this HTTP method",
+    "http_error": "an HTTP error without a more specific code",
+    "unauthorized": "the server needs a valid API key (Authorization: Bearer ...)",
+    "read_only_key": "the API key may only read",
+    "request_too_large": "the request body is over the server's limit",
+    "internal_error": "the server failed unexpectedly (details are in its log, never in the response)",
+    "key_not_found": "no API key has this id",
+    "keys_required": "the server would listen beyond loopback without API keys",
 }

@@ -21,7 +21,7 @@ def test_every_library_error_code_has_an_exit_status() -> None:
 
 def test_only_unnamed_failures_share_the_internal_status() -> None:
     generic = {code for code, status in EXIT_STATUS.items() if status == EXIT_INTERNAL}
-    assert generic == {"stellate_error", "unexpected_error", "hook_failed"}
+    assert generic == {"stellate_error", "unexpected_error", "hook_failed", "internal_error", "http_error"}
     assert 0 not in EXIT_STATUS.values()
 
 

@@ -10,7 +10,7 @@ import sys
 from collections.abc import Sequence
 
 from stellate import __version__
-from stellate.cli import chat, db, demo, sessions
+from stellate.cli import chat, db, demo, keys, serve, sessions
 from stellate.cli.console import make_consoles
 from stellate.cli.exit_codes import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_STATUS, error_line, exit_status
 from stellate.cli.invocation import Invocation
@@ -39,7 +39,7 @@ def build_parser() -> CommandParser:
     )
     parser.add_argument("--version", action="version", version=f"stellate {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (demo, chat, sessions, db):
+    for module in (demo, chat, sessions, db, serve, keys):
         module.add_parser(commands, common)
     return parser
 

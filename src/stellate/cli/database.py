@@ -79,6 +79,16 @@ class Database:
         base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
         return base / "stellate" / f"{digest}.json"
 
+    @property
+    def keys_file(self) -> Path:
+        """The server's API keys: ``<db>.keys.json`` beside a SQLite file, else one per URL in the config dir."""
+        path = self.path
+        if path is not None:
+            return path.with_name(path.name + ".keys.json")
+        digest = hashlib.sha256(self.location.encode()).hexdigest()[:16]
+        base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
+        return base / "stellate" / f"keys-{digest}.json"
+
     def last_session(self) -> str | None:
         """The session the last chat used, if remembered."""
         try:
@@ -107,6 +117,7 @@ async def open_database(database: Database, *, create: bool = False, migrate: bo
 
     Raises:
         StoreError: ``store_not_found``, ``schema_behind``, ``store_locked`` (as ``ConflictError``).
+        UsageError: ``missing_extra`` when the URL's backend needs an extra that is not installed.
         SchemaError: the file comes from a newer stellate.
     """
     store = await _open(database, create=create, migrate=migrate)
@@ -118,7 +129,10 @@ async def open_database(database: Database, *, create: bool = False, migrate: bo
 
 async def _open(database: Database, *, create: bool, migrate: bool) -> BaseStore:
     if database.path is None:
-        return await open_store(database.url)
+        try:
+            return await open_store(database.url)
+        except ImportError as exc:  # the backend's extra (psycopg for postgresql://) is not installed
+            raise UsageError(str(exc), code="missing_extra") from exc
     is_new = not database.exists()
     if is_new and not create:
         raise StoreError(

@@ -42,6 +42,8 @@ EXIT_STATUS: dict[str, int] = {
     "stellate_error": EXIT_INTERNAL,
     "unexpected_error": EXIT_INTERNAL,
     "hook_failed": EXIT_INTERNAL,
+    "internal_error": EXIT_INTERNAL,
+    "http_error": EXIT_INTERNAL,
     # 2: the command can never work as typed; fix it.
     "usage_error": 2,
     "unsupported": 2,
@@ -51,10 +53,15 @@ EXIT_STATUS: dict[str, int] = {
     "adapter_not_found": 2,
     "tool_not_found": 2,
     "profile_not_found": 2,
+    "validation_error": 2,
+    "method_not_allowed": 2,
+    "request_too_large": 2,
+    "key_not_found": 2,
     # 3: no such session (or no database at all).
     "session_not_found": 3,
     "source_not_found": 3,
     "store_not_found": 3,
+    "not_found": 3,
     # 4: the fork point is refused; pick another seq or wait for the turn to end.
     "invalid_boundary": 4,
     "open_turn": 4,
@@ -66,6 +73,7 @@ EXIT_STATUS: dict[str, int] = {
     # 6: someone else is writing; retry.
     "seq_conflict": 6,
     "store_locked": 6,
+    "turn_cancelled": 6,
     # 75 (sysexits EX_TEMPFAIL): another writer holds the session; retry later.
     "session_busy": 75,
     "lease_lost": 75,
@@ -79,7 +87,9 @@ EXIT_STATUS: dict[str, int] = {
     # 9: the model call failed.
     "llm_error": 9,
     "provider_error": 9,
+    "reply_unstorable": 9,
     "context_too_large": 9,
+    "output_invalid": 9,
     "compress_failed": 9,
     "consolidation_failed": 9,
     # 10: the session is read-only.
@@ -92,6 +102,10 @@ EXIT_STATUS: dict[str, int] = {
     # 78 (sysexits EX_CONFIG): something must be installed or configured first.
     "provider_not_configured": 78,
     "missing_extra": 78,
+    "keys_required": 78,
+    # 77 (sysexits EX_NOPERM): the API key is missing, unknown or may only read.
+    "unauthorized": 77,
+    "read_only_key": 77,
 }
 
 # Most specific class first: the fallback for codes the table does not know.

@@ -56,13 +56,20 @@ class Invocation:
         )
         return resolve_provider(flags, self.env, self.config())
 
-    def agent(self, store: BaseStore, *, llm: LLMAdapter | None = None, builtin_tools: Collection[str] = ()) -> Agent:
+    def agent(
+        self,
+        store: BaseStore,
+        *,
+        llm: LLMAdapter | None = None,
+        builtin_tools: Collection[str] = (),
+        configured: bool = True,
+    ) -> Agent:
         """An agent on ``store`` with the configured profiles.
 
         Without ``llm`` it uses the configured provider if there is one, else a stand-in that refuses model
-        calls; memory is then not consolidated on archive (there is no model to do it).
+        calls; memory is then not consolidated on archive (there is no model to do it, as when ``configured``
+        is false).
         """
-        configured = True
         if llm is None:
             llm, configured = adapter_or_placeholder(self.provider())
         return Agent(

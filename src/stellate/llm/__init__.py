@@ -5,7 +5,7 @@ Provider adapters live in their own modules and need an extra, so they are not i
 ``stellate.llm.local.LlamaCppAdapter``, or resolve them by name with `create_adapter`.
 """
 
-from stellate.llm._retry import RetryPolicy
+from stellate.llm._retry import RetryNotice, RetryPolicy
 from stellate.llm.registry import (
     BUILTIN_ADAPTERS,
     AdapterFactory,
@@ -17,6 +17,7 @@ from stellate.llm.registry import (
 )
 from stellate.llm.scripted import Delay, FunctionLLM, Reply, ScriptedLLM, ScriptStep, response_events, tool_call
 from stellate.llm.tokens import (
+    CachingTokenCounter,
     HeuristicTokenCounter,
     TiktokenCounter,
     default_token_counter,
@@ -28,6 +29,8 @@ from stellate.llm.types import (
     LLMAdapter,
     LLMRequest,
     LLMResponse,
+    NativeOutput,
+    OutputSchema,
     ResponseDone,
     StopReason,
     StreamEvent,
@@ -41,6 +44,7 @@ from stellate.llm.types import (
 )
 
 __all__ = [
+    "CachingTokenCounter",
     "BUILTIN_ADAPTERS",
     "DEFAULT_MAX_OUTPUT_TOKENS",
     "AdapterFactory",
@@ -51,8 +55,11 @@ __all__ = [
     "LLMAdapter",
     "LLMRequest",
     "LLMResponse",
+    "NativeOutput",
+    "OutputSchema",
     "Reply",
     "ResponseDone",
+    "RetryNotice",
     "RetryPolicy",
     "ScriptStep",
     "ScriptedLLM",

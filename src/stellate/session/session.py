@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -20,16 +19,17 @@ from stellate.errors import (
     ForkError,
     NotFoundError,
     SessionBusyError,
-    StellateError,
     UsageError,
 )
-from stellate.llm.tokens import default_token_counter
+from stellate.llm.tokens import CachingTokenCounter, default_token_counter
 from stellate.llm.types import TokenCounter
 from stellate.log.events import Event, NewEvent, make_event
 from stellate.log.messages import Message, SystemMessage, message_to_json
 from stellate.log.transcript import sanitize_messages
 from stellate.session.context import build_context, build_prefix, summary_text
 from stellate.session.history import History, load_history, store_new_segments
+from stellate.session.lease import LeaseHolder
+from stellate.session.output import OutputContract, as_contract, send_structured
 from stellate.session.prompts import default_compress_fn, default_consolidate_fn
 from stellate.session.turn import Turn
 from stellate.session.types import (
@@ -46,7 +46,6 @@ from stellate.store.types import Anchor, Boundary, CompletedTurn, ForkRequest, L
 
 __all__ = ["Session"]
 
-_log = logging.getLogger(__name__)
 
 _NO_TOOLS_TEXT = "No tools are available in a plain send(); this call was not run."
 
@@ -59,12 +58,15 @@ class Session:
         self.record = record
         """Identity and lineage as stored (slots and cursor live in `history`)."""
         self.runtime = runtime
-        self.counter: TokenCounter = runtime.token_counter or default_token_counter()
+        # Shared by every estimate of the session, so each message is tokenized once (issue 11).
+        self.counter: TokenCounter = CachingTokenCounter(runtime.token_counter or default_token_counter())
         self.history = History(inherited=record.inherited, weigh=self._weigh, weigh_key=self._weigh_key)
         self._pending: list[NewEvent] = []
         self._flush_lock = asyncio.Lock()
         self._calibration = 0
-        self._lease: Lease | None = None
+        self._lease = LeaseHolder(store, record.id, runtime)
+        self._stale = False
+        """A failed write could not be followed by a read of the store: the history may differ from it."""
 
     # -- opening ---------------------------------------------------------------------------------
 
@@ -132,6 +134,9 @@ class Session:
 
     async def refresh(self) -> None:
         """Catch up with events other writers appended since this object last wrote."""
+        if self._stale:
+            await self._reload()
+            return
         record = await self.store.get_session(self.id)
         if record.next_seq > self.history.next_seq and not self._pending:
             self.history.absorb(await self.store.read_events(self.id, start=self.history.next_seq))
@@ -141,7 +146,7 @@ class Session:
     @property
     def lease(self) -> Lease | None:
         """The session's lease while this object holds it (inside `hold`), else None."""
-        return self._lease
+        return self._lease.current
 
     @contextlib.asynccontextmanager
     async def hold(self, *, wait: float | None = None) -> AsyncIterator[Session]:
@@ -156,58 +161,25 @@ class Session:
         Raises:
             SessionBusyError: another writer still holds the session after ``wait`` seconds.
         """
-        if self._lease is not None:
+        if self._lease.current is not None:
             yield self
             return
-        runtime = self.runtime
-        timeout = runtime.busy_timeout if wait is None else wait
-        lease, record = await self.store.acquire_lease(
-            self.id, owner=runtime.lease_owner, ttl=runtime.lease_ttl, wait=timeout
-        )
-        self._lease = lease
-        heartbeat = asyncio.get_running_loop().create_task(self._keep_lease(lease.token), name=f"lease {self.id}")
+        record = await self._lease.take(self.runtime.busy_timeout if wait is None else wait)
         try:
             await self._catch_up(record)
             yield self
         finally:
-            heartbeat.cancel()
-            held, self._lease = self._lease, None
-            if held is not None:
-                await asyncio.shield(self._release(held))
+            await self._lease.give_back()
 
     async def _catch_up(self, record: SessionRecord) -> None:
         """Under a fresh lease: repair a dead writer's open turn, then read what others appended meanwhile."""
         if record.cursor.turn_open:  # nobody else holds the lease, so whoever opened this turn is gone
-            await self.store.repair(self.id, lease=self._lease)
+            await self.store.repair(self.id, lease=self._lease.current)
             record = await self.store.get_session(self.id)
-        if record.next_seq < self.history.next_seq or self._pending:
+        if record.next_seq < self.history.next_seq or self._pending or self._stale:
             await self._reload()
         elif record.next_seq > self.history.next_seq:
             self.history.absorb(await self.store.read_events(self.id, start=self.history.next_seq))
-
-    async def _keep_lease(self, token: str) -> None:
-        ttl = self.runtime.lease_ttl
-        while True:
-            await asyncio.sleep(ttl / 3)
-            lease = self._lease
-            if lease is None or lease.token != token:
-                return
-            try:
-                renewed = await self.store.renew_lease(self.id, lease, ttl=ttl)
-            except SessionBusyError:
-                _log.warning("session %s: lease lost; this writer's next write will be refused", self.id)
-                return
-            except StellateError as exc:  # a passing store failure: the lease outlives two more beats
-                _log.warning("session %s: lease renewal failed (%s); retrying", self.id, exc)
-                continue
-            if self._lease is not None and self._lease.token == token:
-                self._lease = renewed
-
-    async def _release(self, lease: Lease) -> None:
-        try:
-            await self.store.release_lease(self.id, lease)
-        except StellateError as exc:  # it lapses by itself: only the next writer's wait gets longer
-            _log.warning("session %s: lease release failed (%s); it lapses at %d", self.id, exc, lease.expires_at)
 
     # -- identity and slots ----------------------------------------------------------------------
 
@@ -287,16 +259,23 @@ class Session:
         """Open a turn for the engine's tool loop: ``async with session.turn("...") as turn: ...``."""
         return Turn(self, content)
 
-    async def send(self, content: str) -> SendResult:
+    async def send(self, content: str, *, output_type: type[Any] | OutputContract[Any] | None = None) -> SendResult:
         """One user message, one model call, recorded as a complete turn.
+
+        With ``output_type`` the answer must be of that type (``SendResult.output``); one call leaves no room
+        for retries, so an invalid answer ends the turn with an error (``Agent.turn`` retries).
 
         Raises:
             UsageError: empty input, or too large for the model's window (code ``context_too_large``).
             ArchivedError: the session is archived.
             ProviderError, LLMError: the call failed; the turn is recorded with ``turn/end {error}``
                 and the insight is kept for the next call.
+            OutputValidationError: the structured answer did not validate.
         """
+        contract = as_contract(output_type)
         async with self.turn(content) as turn:
+            if contract is not None:
+                return await send_structured(turn, contract)
             result = await turn.step()
             await _refuse_tools(turn, result)
         return result
@@ -458,11 +437,11 @@ class Session:
             batch, self._pending = self._pending, []
             first = self.history.next_seq - len(batch)
             try:
-                await self.store.append(self.id, batch, expected_seq=first, lease=self._lease)
-            except SessionBusyError:
-                await self._reload()
-                raise
-            except ConflictError:
+                await self.store.append(self.id, batch, expected_seq=first, lease=self._lease.current)
+            except ConflictError as exc:
+                if exc.code != "seq_conflict":  # busy, lease lost, file locked: retrying here would only wait again
+                    await self._reload()
+                    raise
                 await self._rebase(batch)
             except BaseException:
                 await self._reload()
@@ -478,15 +457,20 @@ class Session:
         self._stage(batch)
         self._pending = []
         try:
-            await self.store.append(self.id, batch, expected_seq=self.history.next_seq - len(batch), lease=self._lease)
+            await self.store.append(
+                self.id, batch, expected_seq=self.history.next_seq - len(batch), lease=self._lease.current
+            )
         except BaseException:
             await self._reload()
             raise
 
     async def _reload(self) -> None:
-        self.record = await self.store.get_session(self.id)
-        self.history = await load_history(self.store, self.record, weigh=self._weigh, weigh_key=self._weigh_key)
-        self._pending = []
+        # Until the store has been read, the history may hold events the store never took; when the read fails
+        # too (the store is down) the next turn or `refresh` reloads in full rather than trust it by its length.
+        self._pending, self._stale = [], True
+        record = await self.store.get_session(self.id)
+        history = await load_history(self.store, record, weigh=self._weigh, weigh_key=self._weigh_key)
+        self.record, self.history, self._stale = record, history, False
 
     # -- token estimates -------------------------------------------------------------------------
 
@@ -496,7 +480,9 @@ class Session:
     @property
     def _weigh_key(self) -> str:
         """Names the token counter in stored fold segments (weights of another counter are recomputed)."""
-        return type(self.counter).__qualname__
+        counter = self.counter
+        measuring = counter.counter if isinstance(counter, CachingTokenCounter) else counter
+        return type(measuring).__qualname__
 
     def _calibrate(self, offset: int) -> None:
         """Remember how far the estimate was from the provider's count for the last call."""

@@ -23,11 +23,13 @@ __all__ = [
     "event_from_row",
     "digest_from_row",
     "event_rows",
+    "claim_sql",
     "lease_sql",
     "record_from_row",
     "record_row",
     "select_digests_sql",
     "select_events_sql",
+    "SPACE_MIGRATION",
     "select_sessions_sql",
     "state_update_row",
 ]
@@ -147,7 +149,7 @@ def select_events_sql(*, placeholder: str, types: Sequence[str] | None, reverse:
 def lease_sql(placeholder: str) -> dict[str, str]:
     """The lease statements in ``placeholder`` style; each is one atomic ``UPDATE`` of the session's row.
 
-    ``take`` grants a lease when none is live (parameters: owner, token, acquired_at, expires_at, id, now) and
+    ``take`` grants a lease when none is live (parameters: owner, token, acquired_at, expires_at, id, now, space) and
     returns the record; ``renew`` moves the expiry of a grant (expires_at, id, token); ``release`` clears a grant
     (id, token). A statement naming a token that is no longer on the row changes nothing.
     """
@@ -155,26 +157,55 @@ def lease_sql(placeholder: str) -> dict[str, str]:
     cleared = ", ".join(f"{c} = NULL" for c in LEASE_COLUMNS)
     return {
         "take": f"UPDATE sessions SET {', '.join(c + ' = ' + p for c in LEASE_COLUMNS)}"
-        f" WHERE id = {p} AND (lease_token IS NULL OR lease_expires_at <= {p}) RETURNING {', '.join(SELECTED_COLUMNS)}",
+        f" WHERE id = {p} AND (lease_token IS NULL OR lease_expires_at <= {p}) AND space = {p}"
+        f" RETURNING {', '.join(SELECTED_COLUMNS)}",
         "renew": f"UPDATE sessions SET lease_expires_at = {p} WHERE id = {p} AND lease_token = {p}",
         "release": f"UPDATE sessions SET {cleared} WHERE id = {p} AND lease_token = {p}",
     }
 
 
-def select_sessions_sql(*, placeholder: str, parent_id: SessionId | None, roots: bool) -> tuple[str, tuple[Any, ...]]:
-    """The session listing of `Store.list_sessions` (all, children of ``parent_id``, or roots) in creation order."""
-    select = f"SELECT {', '.join(SELECTED_COLUMNS)} FROM sessions"
+def claim_sql(placeholder: str) -> dict[str, str]:
+    """The claim statements, in ``placeholder`` style.
+
+    ``take`` (key, owner, token, expires_at, now) records a claim unless a live one holds the key (an upsert
+    that changes no row when refused); ``release`` (key, token) drops it.
+    """
+    p = placeholder
+    return {
+        "take": f"INSERT INTO claims (key, owner, token, expires_at) VALUES ({p}, {p}, {p}, {p})"
+        " ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, token = excluded.token,"
+        f" expires_at = excluded.expires_at WHERE claims.expires_at <= {p}",
+        "release": f"DELETE FROM claims WHERE key = {p} AND token = {p}",
+    }
+
+
+def select_sessions_sql(
+    *, placeholder: str, parent_id: SessionId | None, roots: bool, space: str
+) -> tuple[str, tuple[Any, ...]]:
+    """The listing of `Store.list_sessions` (all, children of ``parent_id``, or roots) of one space, in order."""
+    p = placeholder
+    select = f"SELECT {', '.join(SELECTED_COLUMNS)} FROM sessions WHERE space = {p}"
     if parent_id is not None:
-        return f"{select} WHERE parent_id = {placeholder} ORDER BY position", (parent_id,)
+        return f"{select} AND parent_id = {p} ORDER BY position", (space, parent_id)
     if roots:
-        return f"{select} WHERE parent_id IS NULL ORDER BY position", ()
-    return f"{select} ORDER BY position", ()
+        return f"{select} AND parent_id IS NULL ORDER BY position", (space,)
+    return f"{select} ORDER BY position", (space,)
 
 
-def select_digests_sql(*, postgres: bool = False) -> str:
-    """Every session's digest columns, in creation order; ``turn_open`` is read inside the cursor's JSON."""
+#: Appended to each SQL backend's migrations: sessions belong to a space (a tenant); existing ones to the default.
+SPACE_MIGRATION = """
+    ALTER TABLE sessions ADD COLUMN space TEXT NOT NULL DEFAULT 'default';
+    CREATE INDEX sessions_space ON sessions(space, position)
+    """
+
+
+def select_digests_sql(*, placeholder: str) -> str:
+    """One space's digest columns, in creation order; ``turn_open`` is read inside the cursor's JSON."""
+    postgres = placeholder == "%s"
     turn_open = "(cursor::json->>'turn_open')::boolean" if postgres else "json_extract(cursor, '$.turn_open')"
-    return f"SELECT {', '.join(DIGEST_COLUMNS)}, {turn_open} FROM sessions ORDER BY position"
+    return (
+        f"SELECT {', '.join(DIGEST_COLUMNS)}, {turn_open} FROM sessions WHERE space = {placeholder} ORDER BY position"
+    )
 
 
 _digest_setters = [vars(SessionDigest)[name].__set__ for name in (*DIGEST_COLUMNS, "turn_open")]

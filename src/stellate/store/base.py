@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import copy
 import os
 import socket
 import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol, runtime_checkable
+from typing import Protocol, Self, runtime_checkable
 
 from stellate.errors import ConflictError, ForkError, NotFoundError, SessionBusyError, UsageError
 from stellate.log.events import Event, NewEvent, now_ms
@@ -27,9 +28,18 @@ from stellate.store._batch import Fence, PlannedAppend, busy_error, plan_append
 from stellate.store.digests import SessionDigest, digest_of
 from stellate.store.segments import StoredSegment
 from stellate.store.signals import LOG_CHANNEL, LocalSignals, Signals, log_payload
-from stellate.store.types import Anchor, Boundary, CompletedTurn, ForkRequest, Lease, SessionId, SessionRecord
+from stellate.store.types import (
+    Anchor,
+    Boundary,
+    Claim,
+    CompletedTurn,
+    ForkRequest,
+    Lease,
+    SessionId,
+    SessionRecord,
+)
 
-__all__ = ["DEFAULT_LEASE_TTL", "BaseStore", "Store", "lease_owner", "new_session_id"]
+__all__ = ["DEFAULT_LEASE_TTL", "DEFAULT_SPACE", "BaseStore", "Store", "lease_owner", "new_session_id"]
 
 #: Seconds a lease lasts unless renewed; holders renew it well inside this (every third of it).
 DEFAULT_LEASE_TTL = 30.0
@@ -40,6 +50,10 @@ def lease_owner(name: str = "") -> str:
     """An owner id for leases: this host and process, then ``name`` (e.g. an agent's id)."""
     base = f"{socket.gethostname()}:{os.getpid()}"
     return f"{base}:{name}" if name else base
+
+
+DEFAULT_SPACE = "default"
+"""The space of a store handle that was not scoped with `BaseStore.in_space`."""
 
 
 def _marker_at_head(cursor: Cursor, types: tuple[str, ...]) -> Event | None:
@@ -146,6 +160,19 @@ class BaseStore(abc.ABC):
         self.signals: Signals = LocalSignals()
         """Wake-ups between the processes sharing this store: every append signals ``log`` (see
         `stellate.store.signals`); within this process only, unless the backend carries them further."""
+        self.space = DEFAULT_SPACE
+        """The space (tenant) this handle sees: it reads, lists, forks and creates only that space's sessions."""
+
+    def in_space(self, space: str) -> Self:
+        """A handle on the same database that sees only the sessions of ``space`` (and creates them there).
+
+        It shares this store's connections: close the store, not its views. Session ids stay unique across
+        spaces, so an id taken in another space is refused (``session_exists``) without revealing anything else.
+        """
+        view = copy.copy(self)
+        view.space = space
+        view._lineage = {}  # per view: a cached lineage must never let one space read another's events
+        return view
 
     # -- primitives a backend implements ---------------------------------------------------------
 
@@ -162,6 +189,14 @@ class BaseStore(abc.ABC):
     @abc.abstractmethod
     async def _take_lease(self, session_id: SessionId, lease: Lease, now: int) -> SessionRecord | None:
         """Grant ``lease`` atomically unless a lease live at ``now`` is on the session; the record after, or None."""
+
+    @abc.abstractmethod
+    async def _try_claim(self, claim: Claim, now: int) -> bool:
+        """Record ``claim`` unless a claim of its key is live at ``now``; whether it was recorded."""
+
+    @abc.abstractmethod
+    async def _release_claim(self, key: str, token: str) -> None:
+        """Drop the claim of ``key`` if it still has ``token``."""
 
     @abc.abstractmethod
     async def _renew_lease(self, session_id: SessionId, token: str, expires_at: int) -> bool:
@@ -378,6 +413,24 @@ class BaseStore(abc.ABC):
     async def release_lease(self, session_id: SessionId, lease: Lease) -> None:
         """Give a lease back; nothing happens when it was already taken over or released."""
         await self._release_lease(session_id, lease.token)
+
+    # -- claims: background work done once across processes --------------------------------------
+
+    async def claim(self, key: str, *, owner: str, ttl: float) -> Claim | None:
+        """Claim the background work named ``key`` for ``ttl`` seconds; None while another live claim holds it.
+
+        Raises:
+            UsageError: ``ttl`` is not positive or ``key`` is empty.
+        """
+        if ttl <= 0 or not key:
+            raise UsageError(f"a claim needs a key and ttl > 0 (got key={key!r}, ttl={ttl})")
+        now = self.clock()
+        claim = Claim(key=key, owner=owner, token=uuid.uuid4().hex, expires_at=now + round(ttl * 1000))
+        return claim if await self._try_claim(claim, now) else None
+
+    async def release_claim(self, claim: Claim) -> None:
+        """Drop a claim (nothing happens when it lapsed and another process claimed the work since)."""
+        await self._release_claim(claim.key, claim.token)
 
     async def append_batches(self, batches: Mapping[SessionId, Sequence[NewEvent]]) -> dict[SessionId, list[Event]]:
         """Append to several sessions in one transaction: all batches land, or none.

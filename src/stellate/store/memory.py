@@ -11,7 +11,7 @@ from stellate.log.events import Event, NewEvent
 from stellate.store._batch import Fence, PlannedAppend, plan_append
 from stellate.store.base import BaseStore
 from stellate.store.segments import StoredSegment
-from stellate.store.types import Lease, SessionId, SessionRecord
+from stellate.store.types import Claim, Lease, SessionId, SessionRecord
 
 __all__ = ["MemoryStore"]
 
@@ -23,8 +23,10 @@ class MemoryStore(BaseStore):
         super().__init__()
         self._records: dict[SessionId, SessionRecord] = {}
         self._events: dict[SessionId, list[Event]] = {}
+        self._spaces: dict[SessionId, str] = {}
         self._lock = asyncio.Lock()
         self._segments_by_session: dict[SessionId, dict[tuple[int, int], StoredSegment]] = {}
+        self._claims: dict[str, Claim] = {}
 
     @classmethod
     async def open(cls, url: str = "memory://") -> MemoryStore:
@@ -37,12 +39,13 @@ class MemoryStore(BaseStore):
                 raise ConflictError(f"a session {record.id!r} already exists", code="session_exists")
             self._records[record.id] = record
             self._events[record.id] = list(planned.events) if planned else []
+            self._spaces[record.id] = self.space
 
     async def _append_planned(
         self, session_id: SessionId, events: Sequence[NewEvent], expected_seq: int | None, fence: Fence
     ) -> list[Event]:
         async with self._lock:
-            record = self._records.get(session_id)
+            record = self._visible(session_id)
             if record is None:
                 raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
             planned = plan_append(record, events, expected_seq, fence)
@@ -56,7 +59,7 @@ class MemoryStore(BaseStore):
         async with self._lock:
             planned: dict[SessionId, PlannedAppend] = {}
             for session_id, events in batches.items():
-                record = self._records.get(session_id)
+                record = self._visible(session_id)
                 if record is None:
                     raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
                 planned[session_id] = plan_append(record, events, None, fence)
@@ -67,7 +70,7 @@ class MemoryStore(BaseStore):
 
     async def _take_lease(self, session_id: SessionId, lease: Lease, now: int) -> SessionRecord | None:
         async with self._lock:
-            record = self._records.get(session_id)
+            record = self._visible(session_id)
             if record is None or (record.lease is not None and record.lease.is_live(now)):
                 return None
             self._records[session_id] = record = replace(record, lease=lease)
@@ -80,6 +83,18 @@ class MemoryStore(BaseStore):
                 return False
             self._records[session_id] = replace(record, lease=replace(record.lease, expires_at=expires_at))
             return True
+
+    async def _try_claim(self, claim: Claim, now: int) -> bool:
+        current = self._claims.get(claim.key)
+        if current is not None and current.expires_at > now:
+            return False
+        self._claims[claim.key] = claim
+        return True
+
+    async def _release_claim(self, key: str, token: str) -> None:
+        current = self._claims.get(key)
+        if current is not None and current.token == token:
+            del self._claims[key]
 
     async def _release_lease(self, session_id: SessionId, token: str) -> None:
         async with self._lock:
@@ -108,11 +123,14 @@ class MemoryStore(BaseStore):
         return picked if limit is None else picked[:limit]
 
     async def _get_record(self, session_id: SessionId) -> SessionRecord | None:
-        return self._records.get(session_id)
+        return self._visible(session_id)
+
+    def _visible(self, session_id: SessionId) -> SessionRecord | None:
+        return self._records.get(session_id) if self._spaces.get(session_id) == self.space else None
 
     async def list_sessions(self, *, parent_id: SessionId | None = None, roots: bool = False) -> list[SessionRecord]:
         """All sessions in creation order, or the children of ``parent_id``, or the roots."""
-        records = list(self._records.values())
+        records = [r for r in self._records.values() if self._spaces[r.id] == self.space]
         if parent_id is not None:
             return [r for r in records if r.parent_id == parent_id]
         if roots:

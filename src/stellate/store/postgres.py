@@ -45,7 +45,9 @@ from stellate.store._sql import (
     EVENT_COLUMNS,
     RECORD_COLUMNS,
     SELECTED_COLUMNS,
+    SPACE_MIGRATION,
     STATE_COLUMNS,
+    claim_sql,
     digest_from_row,
     event_from_row,
     event_rows,
@@ -62,7 +64,7 @@ from stellate.store.digests import SessionDigest
 from stellate.store.pg_signals import PostgresSignals
 from stellate.store.segments import StoredSegment
 from stellate.store.signals import LOG_CHANNEL, log_payload
-from stellate.store.types import Lease, SessionId, SessionRecord
+from stellate.store.types import Claim, Lease, SessionId, SessionRecord
 
 __all__ = ["MIGRATIONS", "PostgresStore"]
 
@@ -114,6 +116,11 @@ MIGRATIONS: tuple[str, ...] = (
         ADD COLUMN lease_acquired_at BIGINT,
         ADD COLUMN lease_expires_at BIGINT
     """,
+    # Claims on background work (a scheduled consolidation), so one process does it.
+    """
+    CREATE TABLE claims (key TEXT PRIMARY KEY, owner TEXT NOT NULL, token TEXT NOT NULL, expires_at BIGINT NOT NULL)
+    """,
+    SPACE_MIGRATION,
     # Derived fold segments (stellate.store.segments): dropping the table's rows costs speed, never correctness.
     """
     CREATE TABLE fold_segments (
@@ -128,10 +135,13 @@ MIGRATIONS: tuple[str, ...] = (
 
 _SELECT_RECORD = f"SELECT {', '.join(SELECTED_COLUMNS)} FROM sessions"
 _LEASE = lease_sql("%s")
-_LOCK_RECORD = f"{_SELECT_RECORD} WHERE id = %s FOR UPDATE"
+_CLAIM = claim_sql("%s")
+_IN_SPACE = "WHERE id = %s AND space = %s"
+_LOCK_RECORD = f"{_SELECT_RECORD} {_IN_SPACE} FOR UPDATE"
 # ON CONFLICT keeps a racing duplicate from aborting the transaction; no row back means the id is taken.
 _INSERT_RECORD = (
-    f"INSERT INTO sessions ({', '.join(RECORD_COLUMNS)}) VALUES ({', '.join(['%s'] * len(RECORD_COLUMNS))})"
+    f"INSERT INTO sessions ({', '.join(RECORD_COLUMNS)}, space)"
+    f" VALUES ({', '.join(['%s'] * (len(RECORD_COLUMNS) + 1))})"
     " ON CONFLICT (id) DO NOTHING"
 )
 # A whole batch in one statement: one array per column, whatever the number of events.
@@ -286,7 +296,7 @@ class PostgresStore(BaseStore):
 
     async def _insert_session(self, record: SessionRecord, planned: PlannedAppend | None) -> None:
         async with self._transaction("cannot create the session", session_id=record.id) as conn:
-            inserted = await conn.execute(_INSERT_RECORD, record_row(record))
+            inserted = await conn.execute(_INSERT_RECORD, (*record_row(record), self.space))
             if inserted.rowcount == 0:
                 raise ConflictError(
                     f"a session {record.id!r} already exists", code="session_exists", session_id=record.id
@@ -298,7 +308,7 @@ class PostgresStore(BaseStore):
         self, session_id: SessionId, events: Sequence[NewEvent], expected_seq: int | None, fence: Fence
     ) -> list[Event]:
         async with self._transaction("cannot append", session_id=session_id) as conn:
-            row = await (await conn.execute(_LOCK_RECORD, (session_id,))).fetchone()
+            row = await (await conn.execute(_LOCK_RECORD, (session_id, self.space))).fetchone()
             if row is None:
                 raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
             planned = plan_append(record_from_row(row), events, expected_seq, fence)
@@ -311,7 +321,7 @@ class PostgresStore(BaseStore):
         out: dict[SessionId, list[Event]] = {}
         async with self._transaction("cannot append to several sessions") as conn:
             for session_id in sorted(batches):  # one lock order for every writer: no deadlocks between them
-                row = await (await conn.execute(_LOCK_RECORD, (session_id,))).fetchone()
+                row = await (await conn.execute(_LOCK_RECORD, (session_id, self.space))).fetchone()
                 if row is None:
                     raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
                 planned = plan_append(record_from_row(row), batches[session_id], None, fence)
@@ -330,7 +340,7 @@ class PostgresStore(BaseStore):
             await cursor.executemany("SELECT pg_notify(%s, %s)", [(channel, payload) for payload in payloads])
 
     async def _take_lease(self, session_id: SessionId, lease: Lease, now: int) -> SessionRecord | None:
-        params = (lease.owner, lease.token, lease.acquired_at, lease.expires_at, session_id, now)
+        params = (lease.owner, lease.token, lease.acquired_at, lease.expires_at, session_id, now, self.space)
         async with self._connection("cannot take the lease", session_id=session_id) as conn:
             row = await (await conn.execute(_LEASE["take"], params)).fetchone()
         return record_from_row(row) if row is not None else None
@@ -338,6 +348,15 @@ class PostgresStore(BaseStore):
     async def _renew_lease(self, session_id: SessionId, token: str, expires_at: int) -> bool:
         async with self._connection("cannot renew the lease", session_id=session_id) as conn:
             return (await conn.execute(_LEASE["renew"], (expires_at, session_id, token))).rowcount > 0
+
+    async def _try_claim(self, claim: Claim, now: int) -> bool:
+        params = (claim.key, claim.owner, claim.token, claim.expires_at, now)
+        async with self._connection("cannot claim background work") as conn:
+            return (await conn.execute(_CLAIM["take"], params)).rowcount > 0
+
+    async def _release_claim(self, key: str, token: str) -> None:
+        async with self._connection("cannot release a claim") as conn:
+            await conn.execute(_CLAIM["release"], (key, token))
 
     async def _release_lease(self, session_id: SessionId, token: str) -> None:
         async with self._connection("cannot release the lease", session_id=session_id) as conn:
@@ -359,17 +378,17 @@ class PostgresStore(BaseStore):
         return [event_from_row(r) for r in rows]
 
     async def _get_record(self, session_id: SessionId) -> SessionRecord | None:
-        rows = await self._select(f"{_SELECT_RECORD} WHERE id = %s", (session_id,))
+        rows = await self._select(f"{_SELECT_RECORD} {_IN_SPACE}", (session_id, self.space))
         return record_from_row(rows[0]) if rows else None
 
     async def list_sessions(self, *, parent_id: SessionId | None = None, roots: bool = False) -> list[SessionRecord]:
         """All sessions in creation order, or the children of ``parent_id``, or the roots."""
-        sql, params = select_sessions_sql(placeholder="%s", parent_id=parent_id, roots=roots)
+        sql, params = select_sessions_sql(placeholder="%s", parent_id=parent_id, roots=roots, space=self.space)
         return [record_from_row(r) for r in await self._select(sql, params)]
 
     async def list_digests(self) -> list[SessionDigest]:
         """Every session's digest, in creation order (only the digest's columns are read)."""
-        return [digest_from_row(r) for r in await self._select(select_digests_sql(postgres=True), ())]
+        return [digest_from_row(r) for r in await self._select(select_digests_sql(placeholder="%s"), (self.space,))]
 
     async def _read_segment_rows(self, session_id: SessionId, max_end: int | None) -> list[StoredSegment]:
         rows = await self._select(_SELECT_SEGMENTS, (session_id, (1 << 62) if max_end is None else max_end))

@@ -22,7 +22,9 @@ from stellate.store._sql import (
     EVENT_COLUMNS,
     RECORD_COLUMNS,
     SELECTED_COLUMNS,
+    SPACE_MIGRATION,
     STATE_COLUMNS,
+    claim_sql,
     digest_from_row,
     event_from_row,
     event_rows,
@@ -37,7 +39,7 @@ from stellate.store._sql import (
 from stellate.store.base import BaseStore
 from stellate.store.digests import SessionDigest
 from stellate.store.segments import StoredSegment
-from stellate.store.types import Lease, SessionId, SessionRecord
+from stellate.store.types import Claim, Lease, SessionId, SessionRecord
 
 __all__ = ["MIGRATIONS", "SqliteStore", "Synchronous", "sqlite_path"]
 
@@ -88,6 +90,11 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE sessions ADD COLUMN lease_acquired_at INTEGER;
     ALTER TABLE sessions ADD COLUMN lease_expires_at INTEGER;
     """,
+    # Claims on background work (a scheduled consolidation), so one process does it.
+    """
+    CREATE TABLE claims (key TEXT PRIMARY KEY, owner TEXT NOT NULL, token TEXT NOT NULL, expires_at INTEGER NOT NULL);
+    """,
+    SPACE_MIGRATION,
     # Derived fold segments (stellate.store.segments): dropping the table's rows costs speed, never correctness.
     """
     CREATE TABLE fold_segments (
@@ -102,7 +109,11 @@ MIGRATIONS: tuple[str, ...] = (
 
 _SELECT_RECORD = f"SELECT {', '.join(SELECTED_COLUMNS)} FROM sessions"
 _LEASE = lease_sql("?")
-_INSERT_RECORD = f"INSERT INTO sessions ({', '.join(RECORD_COLUMNS)}) VALUES ({', '.join('?' * len(RECORD_COLUMNS))})"
+_CLAIM = claim_sql("?")
+_INSERT_RECORD = (
+    f"INSERT INTO sessions ({', '.join(RECORD_COLUMNS)}, space) VALUES ({', '.join('?' * (len(RECORD_COLUMNS) + 1))})"
+)
+_IN_SPACE = "WHERE id = ? AND space = ?"
 _UPDATE_STATE = f"UPDATE sessions SET {', '.join(c + ' = ?' for c in STATE_COLUMNS)} WHERE id = ?"
 _SELECT_SEGMENTS = (
     "SELECT session_id, start_seq, end_seq, data FROM fold_segments WHERE session_id = ? AND end_seq <= ?"
@@ -218,7 +229,7 @@ class SqliteStore(BaseStore):
         with self._write():
             if self._db.execute("SELECT 1 FROM sessions WHERE id = ?", (record.id,)).fetchone():
                 raise ConflictError(f"a session {record.id!r} already exists", code="session_exists")
-            self._db.execute(_INSERT_RECORD, record_row(record))
+            self._db.execute(_INSERT_RECORD, (*record_row(record), self.space))
             if planned is not None:
                 self._db.executemany(_INSERT_EVENTS, event_rows(record.id, planned))
 
@@ -226,7 +237,7 @@ class SqliteStore(BaseStore):
         self, session_id: SessionId, events: Sequence[NewEvent], expected: int | None, fence: Fence
     ) -> list[Event]:
         with self._write():
-            row = self._db.execute(f"{_SELECT_RECORD} WHERE id = ?", (session_id,)).fetchone()
+            row = self._db.execute(f"{_SELECT_RECORD} {_IN_SPACE}", (session_id, self.space)).fetchone()
             if row is None:
                 raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
             planned = plan_append(record_from_row(row), events, expected, fence)
@@ -240,7 +251,7 @@ class SqliteStore(BaseStore):
         out: dict[SessionId, list[Event]] = {}
         with self._write():
             for session_id, events in batches.items():
-                row = self._db.execute(f"{_SELECT_RECORD} WHERE id = ?", (session_id,)).fetchone()
+                row = self._db.execute(f"{_SELECT_RECORD} {_IN_SPACE}", (session_id, self.space)).fetchone()
                 if row is None:
                     raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
                 planned = plan_append(record_from_row(row), events, None, fence)
@@ -250,7 +261,7 @@ class SqliteStore(BaseStore):
         return out
 
     def _take_lease_sync(self, session_id: SessionId, lease: Lease, now: int) -> SessionRecord | None:
-        params = (lease.owner, lease.token, lease.acquired_at, lease.expires_at, session_id, now)
+        params = (lease.owner, lease.token, lease.acquired_at, lease.expires_at, session_id, now, self.space)
         with self._write():
             row = self._db.execute(_LEASE["take"], params).fetchone()
         return record_from_row(row) if row is not None else None
@@ -258,6 +269,10 @@ class SqliteStore(BaseStore):
     def _update_lease_sync(self, statement: str, params: Sequence[Any]) -> bool:
         with self._write():
             return self._db.execute(_LEASE[statement], params).rowcount > 0
+
+    def _claim_sync(self, statement: str, params: Sequence[Any]) -> bool:
+        with self._write():
+            return self._db.execute(_CLAIM[statement], params).rowcount > 0
 
     def _select(self, sql: str, params: Sequence[Any]) -> list[Any]:
         try:
@@ -286,6 +301,13 @@ class SqliteStore(BaseStore):
     async def _renew_lease(self, session_id: SessionId, token: str, expires_at: int) -> bool:
         return await self._run(self._update_lease_sync, "renew", (expires_at, session_id, token))
 
+    async def _try_claim(self, claim: Claim, now: int) -> bool:
+        params = (claim.key, claim.owner, claim.token, claim.expires_at, now)
+        return await self._run(self._claim_sync, "take", params)
+
+    async def _release_claim(self, key: str, token: str) -> None:
+        await self._run(self._claim_sync, "release", (key, token))
+
     async def _release_lease(self, session_id: SessionId, token: str) -> None:
         await self._run(self._update_lease_sync, "release", (session_id, token))
 
@@ -303,17 +325,20 @@ class SqliteStore(BaseStore):
         return [event_from_row(r) for r in rows]
 
     async def _get_record(self, session_id: SessionId) -> SessionRecord | None:
-        rows = await self._run(self._select, f"{_SELECT_RECORD} WHERE id = ?", (session_id,))
+        rows = await self._run(self._select, f"{_SELECT_RECORD} {_IN_SPACE}", (session_id, self.space))
         return record_from_row(rows[0]) if rows else None
 
     async def list_sessions(self, *, parent_id: SessionId | None = None, roots: bool = False) -> list[SessionRecord]:
         """All sessions in creation order, or the children of ``parent_id``, or the roots."""
-        sql, params = select_sessions_sql(placeholder="?", parent_id=parent_id, roots=roots)
+        sql, params = select_sessions_sql(placeholder="?", parent_id=parent_id, roots=roots, space=self.space)
         return [record_from_row(r) for r in await self._run(self._select, sql, params)]
 
     async def list_digests(self) -> list[SessionDigest]:
         """Every session's digest, in creation order (only the digest's columns are read)."""
-        return [digest_from_row(r) for r in await self._run(self._select, select_digests_sql(), ())]
+        return [
+            digest_from_row(r)
+            for r in await self._run(self._select, select_digests_sql(placeholder="?"), (self.space,))
+        ]
 
     async def _read_segment_rows(self, session_id: SessionId, max_end: int | None) -> list[StoredSegment]:
         rows = await self._run(self._select, _SELECT_SEGMENTS, (session_id, _MAX_SEQ if max_end is None else max_end))

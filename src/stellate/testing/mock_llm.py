@@ -111,11 +111,16 @@ class MockLLMServer:
     Args:
         script: Answers consumed one per request, in order.
         handler: Called when the script is empty; without it an empty script answers 400.
+        models: Model ids listed by ``GET /v1/models``, as OpenAI-compatible servers list what they serve;
+            without any that path answers 404, as some servers do.
     """
 
-    def __init__(self, script: Iterable[MockStep] = (), *, handler: MockHandler | None = None) -> None:
+    def __init__(
+        self, script: Iterable[MockStep] = (), *, handler: MockHandler | None = None, models: Sequence[str] = ()
+    ) -> None:
         self._script: collections.deque[MockStep] = collections.deque(script)
         self._handler = handler
+        self._models = tuple(models)
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
         self.requests: list[MockRequest] = []
@@ -193,6 +198,10 @@ class MockLLMServer:
                 raise
             return False  # the client closed an idle connection
         keep = headers.get("connection", "").lower() != "close"
+        if path == "/v1/models" and self._models:
+            listed = [{"id": model, "object": "model", "owned_by": "mock"} for model in self._models]
+            await _write_json(writer, 200, {"object": "list", "data": listed}, keep=keep)
+            return keep
         api = _ROUTES.get(path)
         if api is None:
             await _write_json(writer, 404, {"error": {"message": f"no route {path}"}}, keep=keep)
@@ -202,12 +211,14 @@ class MockLLMServer:
         except ValueError:
             await _write_json(writer, 400, {"error": {"message": "body is not JSON"}}, keep=keep)
             return keep
-        request = MockRequest(api=api, path=path, headers=headers, body=body)
+        return await self._answer(writer, MockRequest(api=api, path=path, headers=headers, body=body), keep)
+
+    async def _answer(self, writer: asyncio.StreamWriter, request: MockRequest, keep: bool) -> bool:
         self.requests.append(request)
         step = await self._next_step(request)
         await asyncio.sleep(step.first_byte_delay)
         if isinstance(step, MockFailure):
-            await _write_failure(writer, api, step, keep=keep)
+            await _write_failure(writer, request.api, step, keep=keep)
             return keep
         if step.disconnect_after is not None:
             if request.stream:

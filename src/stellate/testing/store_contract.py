@@ -656,4 +656,78 @@ async def test_lease_survives_reopen(store: BaseStore, reopen: Any) -> None:
         await store.append(S("a"), turn(2))
 
 
+# -- claims: background work done once ------------------------------------------------------------
+
+
+async def test_a_claim_is_exclusive_until_released_or_lapsed(store: BaseStore) -> None:
+    """One claim per key at a time; another key is independent; release or expiry frees the key."""
+    clock = _Clock(store)
+    first = await store.claim("consolidate:a", owner="w1", ttl=5)
+    assert first is not None and first.expires_at == clock.now + 5000
+    assert await store.claim("consolidate:a", owner="w2", ttl=5) is None
+    assert await store.claim("consolidate:b", owner="w2", ttl=5) is not None
+    await store.release_claim(first)
+    second = await store.claim("consolidate:a", owner="w2", ttl=5)
+    assert second is not None
+    clock.now += 5000
+    third = await store.claim("consolidate:a", owner="w3", ttl=5)
+    assert third is not None
+    await store.release_claim(second)  # a lapsed claim's release leaves its successor alone
+    assert await store.claim("consolidate:a", owner="w4", ttl=5) is None
+
+
+async def test_claim_arguments_are_checked(store: BaseStore) -> None:
+    """An empty key or a non-positive ttl is a usage error."""
+    with pytest.raises(UsageError):
+        await store.claim("", owner="w", ttl=5)
+    with pytest.raises(UsageError):
+        await store.claim("k", owner="w", ttl=0)
+
+
+# -- spaces --------------------------------------------------------------------------------------
+
+
+async def test_a_space_sees_none_of_another_spaces_sessions(store: BaseStore) -> None:
+    """A handle scoped to a space cannot read, list, append to, fork from or hang a child under another's session."""
+    alpha, beta = store.in_space("alpha"), store.in_space("beta")
+    await _with_turns(alpha, "a1", 1)
+    await _with_turns(beta, "b1", 1)
+    assert [r.id for r in await alpha.list_sessions()] == ["a1"]
+    assert [r.id for r in await beta.list_sessions(roots=True)] == ["b1"]
+    assert await store.list_sessions() == []  # the unscoped handle is the default space
+    with pytest.raises(NotFoundError):
+        await beta.get_session(S("a1"))
+    with pytest.raises(NotFoundError):
+        await beta.read_events(S("a1"))
+    with pytest.raises(NotFoundError):
+        await beta.append(S("a1"), turn(2))
+    with pytest.raises(NotFoundError):
+        await beta.append_batches({S("b1"): turn(2), S("a1"): turn(2)})
+    with pytest.raises(ForkError) as info:
+        await beta.create_session(session_id=S("b2"), fork=ForkRequest(source_id=S("a1")))
+    assert info.value.code == "source_not_found"
+    with pytest.raises(NotFoundError):
+        await beta.create_session(session_id=S("b3"), parent_id=S("a1"))
+    assert (await alpha.get_session(S("a1"))).next_seq == 7  # the refused append wrote nothing
+    assert [r.id for r in await beta.list_sessions()] == ["b1"]
+
+
+async def test_an_id_taken_in_another_space_is_refused_without_its_data(store: BaseStore) -> None:
+    """Session ids are unique across spaces: a taken id is refused with ``session_exists`` and nothing else."""
+    await _with_turns(store.in_space("alpha"), "same", 1)
+    with pytest.raises(ConflictError) as info:
+        await store.in_space("beta").create_session(session_id=S("same"))
+    assert info.value.code == "session_exists"
+    assert await store.in_space("beta").list_sessions() == []
+
+
+async def test_spaces_survive_a_reopen(store: BaseStore, reopen: Any) -> None:
+    """A session stays in its space after the store is closed and opened again."""
+    await _with_turns(store.in_space("alpha"), "a1", 2)
+    fresh = await reopen(store)
+    assert [r.id for r in await fresh.in_space("alpha").list_sessions()] == ["a1"]
+    assert await fresh.list_sessions() == []
+    assert len(await fresh.in_space("alpha").read_events(S("a1"))) == 13
+
+
 __all__ = [name for name in dir() if name.startswith("test_")]  # what `import *` hands a backend's test module

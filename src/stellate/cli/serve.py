@@ -1,0 +1,115 @@
+"""``stellate serve``: the HTTP API (extra ``server``) over the command's database and provider settings."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+from collections.abc import Mapping
+from pathlib import Path
+
+from stellate.agent import Agent
+from stellate.cli.database import Database, open_database
+from stellate.cli.invocation import Invocation
+from stellate.cli.providers import adapter_or_placeholder, public_providers
+from stellate.errors import UsageError
+from stellate.server.keys import KeyRing
+from stellate.store import BaseStore
+
+__all__ = ["add_parser", "describe_store", "is_loopback", "keys_path"]
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8700
+BUILTIN_TOOLS = ("create_session",)
+
+
+def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
+    """Register ``serve``."""
+    serve_parser = commands.add_parser(
+        "serve",
+        parents=[common],
+        help="serve the REST + SSE API (pip install 'stellate[server]')",
+        description="Binds 127.0.0.1:8700. Beyond loopback it needs API keys (`stellate keys create`).",
+    )
+    serve_parser.add_argument("--host", default=DEFAULT_HOST, help=f"interface to bind (default {DEFAULT_HOST})")
+    serve_parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
+    serve_parser.add_argument("--keys", metavar="FILE", help="API key file (default: beside the database)")
+    serve_parser.add_argument("--grace", type=float, default=10.0, help="seconds turns get to finish at shutdown")
+    serve_parser.add_argument("--provider", help=f"model provider: {', '.join(public_providers())}")
+    serve_parser.add_argument("--model", help="model name (for local: a GGUF file)")
+    serve_parser.add_argument("--base-url", dest="base_url", help="API root of an OpenAI-compatible server")
+    serve_parser.set_defaults(handler=serve)
+
+
+def keys_path(flag: str | None, env: Mapping[str, str], database: Database) -> Path:
+    """The API key file: ``--keys``, else ``$STELLATE_KEYS``, else beside the database."""
+    named = flag or env.get("STELLATE_KEYS")
+    return Path(named).expanduser() if named else database.keys_file
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is reachable only from this machine."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def describe_store(database: Database) -> str:
+    """The store for people: the file, or the URL without its password."""
+    if database.path is not None:
+        return database.describe()
+    scheme, _, rest = database.location.partition("://")
+    return f"{scheme}://{rest.rsplit('@', 1)[-1]}" if "@" in rest else database.location
+
+
+async def serve(inv: Invocation) -> int:
+    """Serve until interrupted; running turns get ``--grace`` seconds to finish, then are aborted."""
+    try:
+        import uvicorn
+
+        from stellate.server.app import create_app
+    except ImportError as exc:
+        raise UsageError('the server needs its extra: pip install "stellate[server]"', code="missing_extra") from exc
+    args, database = inv.args, inv.database()
+    keyring = KeyRing(keys_path(inv.option("keys"), inv.env, database))
+    with_keys = keyring.has_active_keys()
+    if not with_keys and not is_loopback(args.host):
+        raise UsageError(
+            f"refusing to listen on {args.host} without API keys: create one with "
+            f"`stellate keys create --space NAME`, or bind 127.0.0.1",
+            code="keys_required",
+        )
+    llm, configured = adapter_or_placeholder(inv.provider())
+    async with open_database(database, create=True) as store:
+
+        def agent_of(scoped: BaseStore) -> Agent:
+            return inv.agent(scoped, llm=llm, builtin_tools=BUILTIN_TOOLS, configured=configured)
+
+        app = create_app(
+            agent_of(store),
+            spaces=lambda space: agent_of(store.in_space(space)),
+            keys=keyring if with_keys else None,
+            shutdown_grace=args.grace,
+            store_name=describe_store(database),
+        )
+        config = uvicorn.Config(
+            app, host=args.host, port=args.port, timeout_graceful_shutdown=max(int(args.grace), 1), log_level="warning"
+        )
+        inv.consoles.out.print(
+            _startup_line(args.host, args.port, database, keyring, with_keys, configured), soft_wrap=True
+        )
+        await uvicorn.Server(config).serve()
+    return 0
+
+
+def _startup_line(host: str, port: int, database: Database, keyring: KeyRing, with_keys: bool, model: bool) -> str:
+    where = f"http://{host if ':' not in host else f'[{host}]'}:{port}"
+    if with_keys:
+        spaces = sorted({k.space for k in keyring.keys() if k.active})
+        auth = f"API keys required ({keyring.path}; spaces: {', '.join(spaces)})"
+    else:
+        auth = "no API keys: dev mode, one 'default' space, loopback only"
+    provider = "" if model else "; no model provider configured (turns will fail until one is set)"
+    return f"stellate serve: {where} (store {describe_store(database)}; {auth}{provider}); API docs at {where}/docs"

@@ -1,0 +1,116 @@
+"""`SyncClient`: the blocking twin of `Client`, delegating to it on one loop thread (as `stellate.sync` does)."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Iterator
+from contextlib import AbstractContextManager
+from typing import Any, TypeVar
+
+from anyio.from_thread import BlockingPortal, start_blocking_portal
+
+from stellate.agent import Reflection, SessionDigest, TopologyNode
+from stellate.client.remote import Client
+from stellate.engine import ForkOptions
+from stellate.engine.events import TurnEvent, TurnResult
+from stellate.log.messages import Message
+from stellate.sync import iterate_in_portal
+
+__all__ = ["SyncClient"]
+
+T = TypeVar("T")
+
+
+class SyncClient:
+    """Blocking twin of `Client`; takes the same arguments. Close it (or use ``with``) when done."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        self._portal_cm: AbstractContextManager[BlockingPortal] | None = start_blocking_portal("asyncio")
+        self._portal = self._portal_cm.__enter__()
+        self.client: Client = self._portal.call(lambda: _make(*args, **kwargs))
+        """The async client every call is handed to."""
+
+    def _call(self, fn: Callable[[], Awaitable[T]]) -> T:
+        return self._portal.call(fn)
+
+    def close(self) -> None:
+        """Close the connections and stop the loop thread; safe to call twice."""
+        if self._portal_cm is not None:
+            try:
+                self._call(self.client.close)
+            finally:
+                cm, self._portal_cm = self._portal_cm, None
+                cm.__exit__(None, None, None)
+
+    def __enter__(self) -> SyncClient:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def create_session(self, **kwargs: Any) -> SessionDigest:
+        """See `Agent.create_session`."""
+        return self._call(lambda: self.client.create_session(**kwargs))
+
+    def set_system_prompt(self, session_id: str, content: str) -> None:
+        """See `Client.set_system_prompt`."""
+        self._call(lambda: self.client.set_system_prompt(session_id, content))
+
+    def fork_session(self, source_id: str, options: ForkOptions | None = None, **fields: Any) -> SessionDigest:
+        """See `Agent.fork_session`."""
+        return self._call(lambda: self.client.fork_session(source_id, options, **fields))
+
+    def turn(self, session_id: str, content: str) -> TurnResult:
+        """See `Agent.turn`."""
+        return self._call(lambda: self.client.turn(session_id, content))
+
+    def stream(self, session_id: str, content: str) -> Iterator[TurnEvent]:
+        """See `Agent.stream`."""
+        return iterate_in_portal(self._portal, lambda: self.client.stream(session_id, content))
+
+    def cancel_turn(self, session_id: str) -> bool:
+        """See `Client.cancel_turn`."""
+        return self._call(lambda: self.client.cancel_turn(session_id))
+
+    def list_messages(self, session_id: str) -> list[Message]:
+        """See `Agent.list_messages`."""
+        return self._call(lambda: self.client.list_messages(session_id))
+
+    def get_session_digest(self, session_id: str) -> SessionDigest:
+        """See `Agent.get_session_digest`."""
+        return self._call(lambda: self.client.get_session_digest(session_id))
+
+    def list_session_digests(self) -> list[SessionDigest]:
+        """See `Agent.list_session_digests`."""
+        return self._call(self.client.list_session_digests)
+
+    def get_topology(self) -> list[TopologyNode]:
+        """See `Agent.get_topology`."""
+        return self._call(self.client.get_topology)
+
+    def put_memory(self, session_id: str, content: str) -> None:
+        """See `Agent.put_memory`."""
+        self._call(lambda: self.client.put_memory(session_id, content))
+
+    def put_insight(self, session_id: str, content: str) -> None:
+        """See `Agent.put_insight`."""
+        self._call(lambda: self.client.put_insight(session_id, content))
+
+    def clear_insight(self, session_id: str) -> None:
+        """See `Agent.clear_insight`."""
+        self._call(lambda: self.client.clear_insight(session_id))
+
+    def consolidate_session(self, session_id: str) -> str:
+        """See `Agent.consolidate_session`."""
+        return self._call(lambda: self.client.consolidate_session(session_id))
+
+    def archive_session(self, session_id: str) -> None:
+        """See `Agent.archive_session`."""
+        self._call(lambda: self.client.archive_session(session_id))
+
+    def reflect(self, *, synthesis_session_id: str | None = None) -> Reflection:
+        """See `Agent.reflect`."""
+        return self._call(lambda: self.client.reflect(synthesis_session_id=synthesis_session_id))
+
+
+async def _make(*args: Any, **kwargs: Any) -> Client:
+    return Client(*args, **kwargs)

@@ -1,0 +1,253 @@
+"""`Client`: the `Agent` API over HTTP, so code moves between in-process and remote by changing one line.
+
+agent = stellate.Agent("sqlite:///stellate.db", llm=...)          # in-process
+agent = stellate.client.Client("http://127.0.0.1:8700", key=...)   # remote, same method names
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+try:
+    import httpx
+except ImportError as exc:  # pragma: no cover - the extra is installed wherever the client is tested
+    raise ImportError('the client needs httpx; install it with `pip install "stellate[server]"`') from exc
+from pydantic import TypeAdapter
+
+from stellate.agent import Reflection, SessionDigest, TopologyNode
+from stellate.client.errors import error_from_problem
+from stellate.engine import ForkOptions, SessionConfig
+from stellate.engine.events import AgentEvent, TurnEvent, TurnResult
+from stellate.errors import UsageError
+from stellate.log.messages import Message, message_from_json
+
+__all__ = ["Client"]
+
+_DIGEST = TypeAdapter(SessionDigest)
+_NODES = TypeAdapter(list[TopologyNode])
+_RESULT = TypeAdapter(TurnResult)
+_TURN_EVENT: TypeAdapter[TurnEvent] = TypeAdapter(TurnEvent)
+_AGENT_EVENT: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent)
+_FORK_FIELDS = (
+    "label", "context", "prompt", "system_prompt", "profile", "profile_vars", "skills", "tools", "llm",
+    "topology_parent_id", "session_id", "boundary", "at_seq",
+)  # fmt: skip
+
+
+class Client:
+    """An async client of ``stellate serve`` with `Agent`'s method names; errors keep their codes.
+
+    Args:
+        base_url: The server, e.g. ``http://127.0.0.1:8700``.
+        key: An API key (sent as ``Authorization: Bearer``), when the server needs one.
+        timeout: Seconds per request (turns may take long: None waits as long as they do).
+        transport: An httpx transport (tests pass ``httpx.ASGITransport(app)``).
+    """
+
+    def __init__(
+        self,
+        base_url: str = "http://127.0.0.1:8700",
+        *,
+        key: str | None = None,
+        timeout: float | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self._http = httpx.AsyncClient(
+            base_url=base_url.rstrip("/") + "/v1", headers=headers, timeout=timeout, transport=transport
+        )
+
+    async def close(self) -> None:
+        """Close the connections."""
+        await self._http.aclose()
+
+    async def __aenter__(self) -> Client:
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        response = await self._http.request(method, path, **kwargs)
+        if response.status_code >= 400:
+            raise error_from_problem(response.status_code, _json_or_none(response))
+        return response.json() if response.content else None
+
+    # -- sessions --------------------------------------------------------------------------------
+
+    async def create_session(
+        self,
+        *,
+        label: str = "",
+        system_prompt: str | None = None,
+        session_id: str | None = None,
+        config: SessionConfig | None = None,
+    ) -> SessionDigest:
+        """See `Agent.create_session`; ``config`` may name the server's model, tools and skills (names only).
+
+        Raises:
+            UsageError: ``config`` holds objects (an adapter, a tool, a function), which cannot cross HTTP.
+        """
+        body: dict[str, Any] = {"label": label, "system_prompt": system_prompt, "session_id": session_id}
+        if config is not None:
+            body.update(_names(config))
+        return _DIGEST.validate_python(await self._call("POST", "/sessions", json=_compact(body)))
+
+    async def set_system_prompt(self, session_id: str, content: str) -> None:
+        """See `stellate.agent.editing.set_system_prompt`."""
+        await self._call("PUT", f"/sessions/{session_id}/system_prompt", json={"content": content})
+
+    async def fork_session(self, source_id: str, options: ForkOptions | None = None, **fields: Any) -> SessionDigest:
+        """See `Agent.fork_session`; ``llm`` and ``tools`` must be names the server knows."""
+        options = options if options is not None else ForkOptions(**fields)
+        body = {name: getattr(options, name) for name in _FORK_FIELDS}
+        if body["profile_vars"] is not None:
+            body["profile_vars"] = dict(body["profile_vars"])
+        return _DIGEST.validate_python(await self._call("POST", f"/sessions/{source_id}/forks", json=_compact(body)))
+
+    async def archive_session(self, session_id: str) -> None:
+        """See `Agent.archive_session`."""
+        await self._call("POST", f"/sessions/{session_id}/archive")
+
+    async def rename_session(self, session_id: str, label: str) -> None:
+        """See `stellate.agent.editing.rename_session`."""
+        await self._call("PATCH", f"/sessions/{session_id}", json={"label": label})
+
+    # -- turns -----------------------------------------------------------------------------------
+
+    async def turn(self, session_id: str, content: str) -> TurnResult:
+        """See `Agent.turn`."""
+        return _RESULT.validate_python(
+            await self._call("POST", f"/sessions/{session_id}/turns", json={"content": content})
+        )
+
+    async def stream(self, session_id: str, content: str) -> AsyncIterator[TurnEvent]:
+        """See `Agent.stream`; leaving early stops watching (the turn goes on: see `cancel_turn`)."""
+        request = self._http.build_request(
+            "POST", f"/sessions/{session_id}/turns", json={"content": content}, headers={"Accept": "text/event-stream"}
+        )
+        async for name, data in self._events(request):
+            if name == "problem":
+                raise error_from_problem(int(data.get("status", 500)), data)
+            yield _TURN_EVENT.validate_python(data)
+
+    async def cancel_turn(self, session_id: str) -> bool:
+        """Abort the session's running turn; False when none runs."""
+        return bool((await self._call("POST", f"/sessions/{session_id}/turns/current/cancel"))["cancelled"])
+
+    async def subscribe(self, types: list[str] | None = None) -> AsyncIterator[AgentEvent]:
+        """See `Agent.subscribe`: the space's events from now on."""
+        params = {"types": ",".join(types)} if types else None
+        async for _, data in self._events(self._http.build_request("GET", "/events", params=params)):
+            yield _AGENT_EVENT.validate_python(data)
+
+    async def _events(self, request: httpx.Request) -> AsyncIterator[tuple[str, dict[str, Any]]]:
+        response = await self._http.send(request, stream=True)
+        try:
+            if response.status_code >= 400:
+                await response.aread()
+                raise error_from_problem(response.status_code, _json_or_none(response))
+            name, lines = "message", []
+            async for line in response.aiter_lines():
+                if line.startswith("event:"):
+                    name = line[6:].strip()
+                elif line.startswith("data:"):
+                    lines.append(line[5:].lstrip())
+                elif not line and lines:
+                    yield name, json.loads("\n".join(lines))
+                    name, lines = "message", []
+        finally:
+            await response.aclose()
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    async def get_session_digest(self, session_id: str) -> SessionDigest:
+        """See `Agent.get_session_digest`."""
+        found = await self._call("GET", f"/sessions/{session_id}")
+        return _DIGEST.validate_python({k: found[k] for k in _DIGEST_FIELDS})
+
+    async def get_session(self, session_id: str) -> dict[str, Any]:
+        """Everything about one session except its log (``GET /v1/sessions/{id}``)."""
+        found: dict[str, Any] = await self._call("GET", f"/sessions/{session_id}")
+        return found
+
+    async def list_session_digests(self) -> list[SessionDigest]:
+        """See `Agent.list_session_digests` (every page)."""
+        digests: list[SessionDigest] = []
+        cursor: str | None = None
+        while True:
+            params = {"limit": 1000, **({"cursor": cursor} if cursor else {})}
+            page = await self._call("GET", "/sessions", params=params)
+            digests.extend(_DIGEST.validate_python(item) for item in page["items"])
+            cursor = page["next_cursor"]
+            if cursor is None:
+                return digests
+
+    async def get_topology(self) -> list[TopologyNode]:
+        """See `Agent.get_topology`."""
+        return _NODES.validate_python(await self._call("GET", "/forest"))
+
+    async def list_messages(self, session_id: str) -> list[Message]:
+        """See `Agent.list_messages`."""
+        return [message_from_json(m) for m in await self._call("GET", f"/sessions/{session_id}/transcript")]
+
+    async def list_events(self, session_id: str, *, after: int = -1, limit: int = 200) -> list[dict[str, Any]]:
+        """A page of the session's log (``inherited`` marks events read from the fork source)."""
+        page = await self._call("GET", f"/sessions/{session_id}/events", params={"after": after, "limit": limit})
+        events: list[dict[str, Any]] = page["events"]
+        return events
+
+    async def context_at(self, session_id: str, step: int | None = None) -> dict[str, Any]:
+        """The exact context of a past model call (see `stellate.agent.inspection.context_at`)."""
+        params = {"step": step} if step is not None else None
+        found: dict[str, Any] = await self._call("GET", f"/sessions/{session_id}/context", params=params)
+        return found
+
+    # -- slots and reflection --------------------------------------------------------------------
+
+    async def put_memory(self, session_id: str, content: str) -> None:
+        """See `Agent.put_memory`."""
+        await self._call("PUT", f"/sessions/{session_id}/memory", json={"content": content})
+
+    async def put_insight(self, session_id: str, content: str) -> None:
+        """See `Agent.put_insight`."""
+        await self._call("PUT", f"/sessions/{session_id}/insight", json={"content": content})
+
+    async def clear_insight(self, session_id: str) -> None:
+        """See `Agent.clear_insight`."""
+        await self._call("DELETE", f"/sessions/{session_id}/insight")
+
+    async def consolidate_session(self, session_id: str) -> str:
+        """See `Agent.consolidate_session`."""
+        return str((await self._call("POST", f"/sessions/{session_id}/consolidate"))["memory"])
+
+    async def reflect(self, *, synthesis_session_id: str | None = None) -> Reflection:
+        """See `Agent.reflect`."""
+        found = await self._call("POST", "/reflect", json={"synthesis_session_id": synthesis_session_id})
+        return Reflection(synthesis=found["synthesis"], insights=found["insights"], dropped=tuple(found["dropped"]))
+
+
+_DIGEST_FIELDS = ("id", "label", "status", "parent_id", "memory", "insight", "turn_count", "last_activity")
+
+
+def _names(config: SessionConfig) -> dict[str, Any]:
+    if config.consolidate_fn is not None or config.compress_fn is not None or config.system_prompt is not None:
+        raise UsageError("over HTTP a session config may set only llm, tools and skills (by name)")
+    tools = list(config.tools) if config.tools is not None else None
+    if not isinstance(config.llm, str | None) or any(not isinstance(t, str) for t in tools or ()):
+        raise UsageError("over HTTP a session's model and tools are named, not passed as objects")
+    skills = list(config.skills) if config.skills is not None else None
+    return {"llm": config.llm, "tools": tools, "skills": skills}
+
+
+def _compact(body: Mapping[str, Any]) -> dict[str, Any]:
+    return {key: value for key, value in body.items() if value is not None}
+
+
+def _json_or_none(response: httpx.Response) -> Any:
+    try:
+        return response.json()
+    except ValueError:
+        return None

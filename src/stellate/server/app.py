@@ -1,0 +1,83 @@
+"""The FastAPI application: routes under ``/v1``, problem responses, keys, spaces and server-owned turns."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+
+from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
+
+from stellate import __version__
+from stellate.agent import Agent
+from stellate.server.keys import KeyRing
+from stellate.server.limits import DEFAULT_MAX_BODY, BodyLimit
+from stellate.server.problems import install_problem_handlers
+from stellate.server.routes import forks, log, meta, sessions, turns
+from stellate.server.spaces import AgentFactory, Spaces
+from stellate.server.state import ServerState
+from stellate.server.turns import TurnManager
+
+__all__ = ["DEFAULT_SHUTDOWN_GRACE", "create_app"]
+
+DEFAULT_SHUTDOWN_GRACE = 10.0
+"""Seconds running turns get to finish at shutdown before they are aborted (each records ``aborted``)."""
+
+_DESCRIPTION = """Branching LLM conversations over HTTP: a forest of sessions per space.
+
+Authenticate with `Authorization: Bearer <key>` when the server has keys. Every error is an RFC 9457
+problem (`application/problem+json`) whose `code` is the stellate error code.
+"""
+
+
+def create_app(
+    agent: Agent,
+    *,
+    spaces: AgentFactory | None = None,
+    keys: KeyRing | None = None,
+    max_body: int = DEFAULT_MAX_BODY,
+    shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
+    store_name: str = "",
+) -> FastAPI:
+    """The API over ``agent``.
+
+    Args:
+        agent: Serves the default space (the only one without keys).
+        spaces: Builds the agent of another space from its name (usually over ``store.in_space(name)``);
+            needed when keys name spaces other than ``default``.
+        keys: The API keys; without them every request is the default space's (loopback dev mode).
+        max_body: Largest request body in bytes (413 past it).
+        shutdown_grace: Seconds running turns get to finish at shutdown before they are aborted.
+        store_name: What ``/v1/info`` says about the store (never a password).
+    """
+    state = ServerState(
+        spaces=Spaces(agent, spaces),
+        turns=TurnManager(),
+        keys=keys,
+        store_name=store_name,
+        shutdown_grace=shutdown_grace,
+    )
+    # The API docs page serves Swagger UI from the package, not from a CDN: it works offline.
+    app = FastAPIOffline(
+        title="stellate",
+        version=__version__,
+        description=_DESCRIPTION,
+        lifespan=_lifespan,
+        static_url="/docs-assets",
+        redoc_url=None,
+    )
+    app.state.stellate = state
+    install_problem_handlers(app)
+    for module in (sessions, turns, forks, log, meta):
+        app.include_router(module.router, prefix="/v1")
+    app.add_middleware(BodyLimit, max_bytes=max_body)
+    return app
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """At shutdown: running turns get their grace period, then every space's agent is closed."""
+    yield
+    state: ServerState = app.state.stellate
+    await state.turns.shutdown(state.shutdown_grace)
+    await state.spaces.close()

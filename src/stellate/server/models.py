@@ -1,0 +1,304 @@
+"""The API's JSON bodies: pydantic models at the HTTP boundary (unknown fields are refused)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from stellate.agent import SessionDigest, TopologyNode
+from stellate.engine import ForkOptions
+from stellate.engine.events import TurnResult
+
+__all__ = [
+    "CallContext",
+    "Capabilities",
+    "ContentBody",
+    "CreateSessionBody",
+    "EventOut",
+    "EventPage",
+    "ForkBody",
+    "Health",
+    "Info",
+    "LabelBody",
+    "Lineage",
+    "LineageEntry",
+    "MemoryOut",
+    "MessageOut",
+    "ReflectBody",
+    "ReflectionOut",
+    "RunningTurns",
+    "SessionDetail",
+    "SessionDigest",
+    "SessionPage",
+    "TopologyNode",
+    "TurnBody",
+    "TurnCancelled",
+    "TurnResult",
+]
+
+SESSION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class CreateSessionBody(_Body):
+    """A new root session."""
+
+    label: str = Field("", max_length=500)
+    system_prompt: str | None = Field(None, max_length=200_000)
+    session_id: str | None = Field(None, pattern=SESSION_ID_PATTERN)
+    """Id to use (default: a new one)."""
+    llm: str | None = Field(None, max_length=200)
+    """A named model of the server (see ``GET /v1/capabilities``); default: the server's model."""
+    tools: list[str] | None = Field(None, max_length=200)
+    """Names of the tools the session may call; default: all of them."""
+    skills: list[str] | None = Field(None, max_length=200)
+    """Skill whitelist; ``[]`` means none, default: every skill."""
+
+
+class TurnBody(_Body):
+    """A user message opening a turn."""
+
+    content: str = Field(min_length=1, max_length=200_000)
+
+
+class ContentBody(_Body):
+    """A slot's new content (memory, insight)."""
+
+    content: str = Field(max_length=200_000)
+
+
+class LabelBody(_Body):
+    """A session's new label."""
+
+    label: str = Field(min_length=1, max_length=500)
+
+
+class ForkBody(_Body):
+    """A fork: every `ForkOptions` field a remote caller can express, and at most one fork point."""
+
+    label: str = Field(min_length=1, max_length=500)
+    context: Literal["none", "inherit", "compress"] | None = None
+    """Without it: ``inherit`` when a fork point is given, else the profile's choice, else ``none``."""
+    prompt: str | None = Field(None, max_length=100_000)
+    system_prompt: str | None = Field(None, max_length=100_000)
+    profile: str | None = None
+    profile_vars: dict[str, str] | None = None
+    skills: list[str] | None = None
+    tools: list[str] | None = None
+    llm: str | None = None
+    """A named model of the server (see ``GET /v1/capabilities``)."""
+    topology_parent_id: str | None = None
+    session_id: str | None = Field(None, pattern=SESSION_ID_PATTERN)
+    boundary: int | None = Field(None, ge=0)
+    """Inherit exactly events ``0..boundary`` (refused inside a turn)."""
+    at_seq: int | None = Field(None, ge=0)
+    """Anchor: inherit up to the end of the turn holding this seq (a clicked message)."""
+
+    @model_validator(mode="after")
+    def _one_fork_point(self) -> ForkBody:
+        if self.boundary is not None and self.at_seq is not None:
+            raise ValueError("give either boundary or at_seq, not both")
+        if (self.boundary is not None or self.at_seq is not None) and self.context not in (None, "inherit"):
+            raise ValueError("a fork point (boundary or at_seq) needs context 'inherit'")
+        return self
+
+    def options(self) -> ForkOptions:
+        """The `ForkOptions` this body asks for."""
+        point = self.boundary is not None or self.at_seq is not None
+        return ForkOptions(
+            label=self.label,
+            context="inherit" if point and self.context is None else self.context,
+            prompt=self.prompt,
+            system_prompt=self.system_prompt,
+            profile=self.profile,
+            profile_vars=self.profile_vars,
+            skills=self.skills,
+            tools=self.tools,
+            llm=self.llm,
+            topology_parent_id=self.topology_parent_id,
+            session_id=self.session_id,
+            boundary=self.boundary,
+            at_seq=self.at_seq,
+        )
+
+
+class ReflectBody(_Body):
+    """Options of a reflection."""
+
+    synthesis_session_id: str | None = None
+    """Store the synthesis as this session's memory."""
+
+
+class SessionPage(BaseModel):
+    """One page of session digests."""
+
+    items: list[SessionDigest]
+    next_cursor: str | None
+    """Pass as ``cursor`` for the next page; None on the last page."""
+
+
+class SessionDetail(BaseModel):
+    """Everything about one session except its log."""
+
+    id: str
+    label: str
+    status: str
+    parent_id: str | None
+    """Topology parent: where the node hangs."""
+    source_id: str | None
+    """Where the history came from (may differ from the topology parent)."""
+    fork_seq: int | None
+    inherited: int
+    """Events read from the source by reference (seqs below this are inherited)."""
+    created_at: int
+    last_activity: int
+    turn_count: int
+    next_seq: int
+    open_turn: bool
+    """A turn is open in the log (running, or interrupted and not yet repaired)."""
+    running: bool
+    """This server is running a turn of the session now."""
+    system_prompt: str | None
+    memory: str | None
+    insight: str | None
+    """The pending insight (consumed by the next successful model call)."""
+    config: dict[str, Any]
+    """The configuration as stored: prompt, skills, the names of model, tools and profile (with its vars), and
+    for a fork ``sources``: the layer each setting came from (``defaults``, ``parent``, ``profile``, ``options``,
+    or a combination such as ``profile+options``)."""
+
+
+class EventOut(BaseModel):
+    """One event of a session's log."""
+
+    seq: int
+    type: str
+    time: int
+    data: dict[str, Any]
+    inherited: bool
+    """Read from the fork source by reference."""
+
+
+class EventPage(BaseModel):
+    """A slice of a session's log."""
+
+    events: list[EventOut]
+    next_seq: int
+    """The log's length when read; ask ``after=next_seq - 1`` for what comes next."""
+    inherited: int
+
+
+class MessageOut(BaseModel):
+    """A transcript message."""
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str
+    tool_calls: list[dict[str, str]] | None = None
+    call_id: str | None = None
+    name: str | None = None
+    is_error: bool | None = None
+
+
+class CallContext(BaseModel):
+    """The exact context of one past model call."""
+
+    session_id: str
+    step: int
+    """Seq of the assistant message that call produced."""
+    system_prompt: str | None
+    insight: str | None
+    """The insight that call consumed, if any."""
+    messages: list[MessageOut]
+    """Every message sent, system prompt and identity first."""
+    tools: list[dict[str, Any]]
+    """Tools offered (the session's tools as configured now)."""
+
+
+class LineageEntry(BaseModel):
+    """One session on a line of descent."""
+
+    id: str
+    label: str
+    status: str
+    parent_id: str | None
+    source_id: str | None
+    fork_seq: int | None
+    """Seq of the source this session was forked at (None: it inherited no events)."""
+
+
+class Lineage(BaseModel):
+    """Where a session comes from and what grew out of it."""
+
+    session: LineageEntry
+    ancestors: list[LineageEntry]
+    """Topology ancestors, parent first, root last."""
+    descendants: TopologyNode
+    """The session's subtree."""
+
+
+class RunningTurns(BaseModel):
+    """Sessions of the space running a turn on this server now."""
+
+    session_ids: list[str]
+
+
+class MemoryOut(BaseModel):
+    """A session's memory after consolidation."""
+
+    session_id: str
+    memory: str
+
+
+class TurnCancelled(BaseModel):
+    """Whether a running turn was asked to stop."""
+
+    cancelled: bool
+
+
+class ReflectionOut(BaseModel):
+    """What a reflection produced."""
+
+    synthesis: str
+    insights: dict[str, str]
+    """Insight delivered, per session id."""
+    dropped: list[str]
+    """Session ids the reflector named that do not exist."""
+
+
+class Capabilities(BaseModel):
+    """What sessions of this space may use, and the schedule of background work."""
+
+    tools: list[dict[str, Any]]
+    builtin_tools: list[str]
+    skills: list[dict[str, str]]
+    profiles: list[dict[str, Any]]
+    models: list[dict[str, Any]]
+    """Named models: name, provider, model (never a key)."""
+    default_model: dict[str, Any] | None
+    consolidate_every: int | None
+    consolidate_on_archive: bool
+    split_guard: dict[str, int] | None
+    """``min_turns`` and ``cooldown_turns`` when forks are guarded."""
+    reflector: bool
+    max_rounds: int
+
+
+class Health(BaseModel):
+    """Liveness."""
+
+    status: Literal["ok"]
+
+
+class Info(BaseModel):
+    """About this server and the caller."""
+
+    version: str
+    api: Literal["v1"]
+    space: str
+    auth: Literal["keys", "none"]
+    read_only: bool
+    store: str

@@ -1,0 +1,120 @@
+"""The space as a whole: its live events, reflection, capabilities; and the server's health and info."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from stellate import __version__
+from stellate.agent import Agent
+from stellate.server.models import Capabilities, Health, Info, ReflectBody, ReflectionOut
+from stellate.server.problems import problem_responses
+from stellate.server.sse import PING_SECONDS, json_text
+from stellate.server.state import CallerDep
+from stellate.server.turns import event_data
+
+__all__ = ["router"]
+
+router = APIRouter()
+
+
+@router.get("/health", response_model=Health, tags=["server"])
+async def health() -> Health:
+    """Liveness (needs no key)."""
+    return Health(status="ok")
+
+
+@router.get("/info", response_model=Info, tags=["server"], responses=problem_responses())
+async def info(caller: CallerDep) -> Info:
+    """The server's version and the caller's space."""
+    return Info(
+        version=__version__,
+        api="v1",
+        space=caller.space,
+        auth="keys" if caller.server.keys is not None else "none",
+        read_only=caller.principal.read_only,
+        store=caller.server.store_name,
+    )
+
+
+@router.get(
+    "/events",
+    tags=["space"],
+    responses={
+        **problem_responses(),
+        200: {
+            "description": "Server-sent events of the space: `event:` is the agent event's type (session_created, "
+            "session_forked, session_archived, turn_finished, memory_updated, insight_updated, error, ...).",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        },
+    },
+)
+async def stream_agent_events(
+    caller: CallerDep,
+    types: Annotated[str | None, Query(max_length=500, description="comma-separated event types")] = None,
+) -> EventSourceResponse:
+    """The space's agent events from now on."""
+    wanted = [t.strip() for t in types.split(",") if t.strip()] if types else None
+    return EventSourceResponse(_agent_events(caller.agent, wanted), ping=PING_SECONDS)
+
+
+async def _agent_events(agent: Agent, types: list[str] | None) -> AsyncIterator[ServerSentEvent]:
+    async for event in agent.subscribe(types):
+        yield ServerSentEvent(data=json_text(event_data(event)), event=event.type)
+
+
+@router.post("/reflect", response_model=ReflectionOut, tags=["space"], responses=problem_responses(404, 503))
+async def reflect(caller: CallerDep, body: ReflectBody | None = None) -> ReflectionOut:
+    """Run the reflector over the space's active sessions now: its synthesis and the insights it delivered."""
+    target = body.synthesis_session_id if body is not None else None
+    found = await caller.agent.reflect(synthesis_session_id=target)
+    return ReflectionOut(synthesis=found.synthesis, insights=dict(found.insights), dropped=list(found.dropped))
+
+
+@router.get("/capabilities", response_model=Capabilities, tags=["space"], responses=problem_responses())
+async def capabilities(caller: CallerDep) -> Capabilities:
+    """Tools, skills, profiles and named models a session may use; the schedule of consolidation."""
+    agent = caller.agent
+    registries = agent.registries
+    return Capabilities(
+        tools=[
+            {"name": s.name, "description": s.description, "parameters": s.parameters} for s in registries.tools.specs()
+        ],
+        builtin_tools=list(registries.builtins),
+        skills=[{"name": s.name, "description": s.description} for s in registries.skills],
+        profiles=[_profile(name, p) for name, p in registries.profiles.items()],
+        models=[{"name": name, "provider": a.provider, "model": a.model} for name, a in registries.adapters.items()],
+        default_model=_default_model(agent),
+        consolidate_every=agent.consolidate_every,
+        consolidate_on_archive=agent.consolidate_on_archive,
+        split_guard=_split_guard(agent),
+        reflector=agent.reflector is not None,
+        max_rounds=agent.max_rounds,
+    )
+
+
+def _profile(name: str, profile: Any) -> dict[str, Any]:
+    return {
+        "name": name,
+        "description": profile.description,
+        "system_prompt_mode": profile.system_prompt_mode,
+        "context": profile.context if isinstance(profile.context, str | None) else "function",
+        "has_vars": profile.system_prompt_fn is not None,
+    }
+
+
+def _split_guard(agent: Agent) -> dict[str, int] | None:
+    guard = agent.split_guard
+    return None if guard is None else {"min_turns": guard.min_turns, "cooldown_turns": guard.cooldown_turns}
+
+
+def _default_model(agent: Agent) -> dict[str, Any] | None:
+    llm = agent.defaults.llm
+    if llm is None:
+        return None
+    if isinstance(llm, str):
+        return {"name": llm}
+    return {"provider": llm.provider, "model": llm.model}

@@ -1,0 +1,75 @@
+"""Turns: run one (JSON result, or every event over SSE), and cancel the running one."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Header, Query
+from sse_starlette import EventSourceResponse, ServerSentEvent
+
+from stellate.engine.events import TurnResult
+from stellate.server.models import RunningTurns, TurnBody, TurnCancelled
+from stellate.server.problems import problem_of, problem_responses
+from stellate.server.sse import PING_SECONDS, json_text
+from stellate.server.state import CallerDep
+from stellate.server.turns import LiveTurn
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["turns"])
+
+_STREAM_DOC = {
+    "description": "The turn's result; with `Accept: text/event-stream`: every event of the turn as it "
+    "happens (`event:` is its type: message_received, round_start, text, assistant_reply, tool_call, "
+    "tool_result (with duration_ms), round_end, turn_finished), or a final `problem` event.",
+    "content": {"text/event-stream": {"schema": {"type": "string"}}},
+}
+
+
+@router.post(
+    "/sessions/{session_id}/turns",
+    response_model=TurnResult,
+    responses={**problem_responses(404, 409, 503), 200: _STREAM_DOC},
+)
+async def turn(
+    session_id: str,
+    body: TurnBody,
+    caller: CallerDep,
+    accept: Annotated[str, Header()] = "application/json",
+    wait: Annotated[bool, Query(description="wait for a running turn to end instead of 409 session_busy")] = False,
+) -> Any:
+    """Run one turn: the model, and the tools it calls, until it answers.
+
+    The turn runs in a task of the server: a client that disconnects does not stop it (it completes and is
+    in the log); `POST .../turns/current/cancel` does.
+    """
+    live = await caller.server.turns.start(caller.space, caller.agent, session_id, body.content, wait=wait)
+    if "text/event-stream" in accept:
+        return EventSourceResponse(_stream(live), ping=PING_SECONDS)
+    return await live.outcome()
+
+
+async def _stream(live: LiveTurn) -> AsyncIterator[ServerSentEvent]:
+    count = 0
+    async for data in live.watch():
+        count += 1
+        yield ServerSentEvent(data=json_text(data), event=data["type"], id=str(count))
+    error = live.error
+    if error is not None:
+        yield ServerSentEvent(data=json_text(problem_of(error).model_dump()), event="problem", id=str(count + 1))
+
+
+@router.post(
+    "/sessions/{session_id}/turns/current/cancel", response_model=TurnCancelled, responses=problem_responses(404)
+)
+async def cancel_turn(session_id: str, caller: CallerDep) -> TurnCancelled:
+    """Abort the session's running turn; it records `turn/end {aborted}`. ``cancelled`` is false when none runs."""
+    await caller.agent.get_session_digest(session_id)
+    return TurnCancelled(cancelled=caller.server.turns.cancel(caller.space, session_id))
+
+
+@router.get("/turns", response_model=RunningTurns, responses=problem_responses())
+async def running_turns(caller: CallerDep) -> RunningTurns:
+    """Sessions of the caller's space running a turn on this server now (for a busy marker)."""
+    return RunningTurns(session_ids=[live.session_id for live in caller.server.turns.running(caller.space)])

@@ -1,0 +1,194 @@
+"""Turns owned by the server: each runs in its own task, and HTTP responses only watch it.
+
+A client that disconnects stops watching; the turn goes on and lands in the log. Only an explicit cancel
+(or the server's shutdown, after a grace period) aborts it, and the turn then records ``turn/end
+{aborted}`` itself. One turn per session at a time in this process: a second one is refused with
+``session_busy`` (or waits, when the client asks).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import time
+from collections.abc import AsyncIterator
+from typing import Any
+
+from stellate.agent import Agent
+from stellate.engine.events import (
+    ErrorRaised,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnEvent,
+    TurnFinished,
+    TurnResult,
+)
+from stellate.errors import ConflictError, StellateError
+
+__all__ = ["LiveTurn", "TurnManager", "event_data"]
+
+
+def event_data(event: Any) -> dict[str, Any]:
+    """An agent event (a dataclass) as JSON data."""
+    data: dict[str, Any] = dataclasses.asdict(event)
+    return data
+
+
+class LiveTurn:
+    """One running (or just finished) turn and everything it has streamed so far."""
+
+    def __init__(self, session_id: str) -> None:
+        self.session_id = session_id
+        self.events: list[tuple[TurnEvent, float | None]] = []
+        """Each event with its duration in ms (tool results only); made JSON only for those who watch."""
+        self.result: TurnResult | None = None
+        self.error: BaseException | None = None
+        self.task: asyncio.Task[None] | None = None
+        self._ended = False
+        self._changed = asyncio.Condition()
+        self._started_at: dict[str, float] = {}
+
+    @property
+    def done(self) -> bool:
+        """Whether the turn has ended (completed, failed or aborted)."""
+        return self._ended or (self.task is not None and self.task.done())
+
+    async def run(self, agent: Agent, content: str, busy_timeout: float | None) -> None:
+        """Drive the turn to its end, recording every event."""
+        try:
+            async for event in agent.stream(self.session_id, content, busy_timeout=busy_timeout):
+                await self._record(event)
+        except asyncio.CancelledError:
+            self.error = asyncio.CancelledError()
+            raise
+        except Exception as exc:  # handed to the watchers, which report it as a problem
+            self.error = exc
+            await agent.events.publish(_error_event(self.session_id, exc))
+        finally:
+            async with self._changed:
+                self._ended = True
+                self._changed.notify_all()
+
+    async def _record(self, event: TurnEvent) -> None:
+        duration = None
+        if isinstance(event, ToolCallStarted):
+            self._started_at[event.call.id] = time.monotonic()
+        elif isinstance(event, ToolCallFinished):
+            started = self._started_at.pop(event.call.id, None)
+            duration = round((time.monotonic() - started) * 1000, 3) if started is not None else None
+        elif isinstance(event, TurnFinished):
+            self.result = event.result
+        async with self._changed:
+            self.events.append((event, duration))
+            self._changed.notify_all()
+
+    async def watch(self) -> AsyncIterator[dict[str, Any]]:
+        """Every event of the turn (as JSON data) from its start, then new ones as they come, until it ends."""
+        index = 0
+        while True:
+            async with self._changed:
+                while index >= len(self.events) and not self.done:
+                    await self._changed.wait()
+                fresh, index = self.events[index:], len(self.events)
+            for event, duration in fresh:
+                data = event_data(event)
+                if isinstance(event, ToolCallFinished):
+                    data["duration_ms"] = duration
+                yield data
+            if self.done and index >= len(self.events):
+                return
+
+    async def outcome(self) -> TurnResult:
+        """Wait for the end of the turn (without cancelling it if the caller goes away) and return its result.
+
+        Raises:
+            StellateError: what the turn raised.
+            ConflictError: ``turn_cancelled`` when the turn was cancelled.
+        """
+        assert self.task is not None
+        with contextlib.suppress(asyncio.CancelledError):
+            await asyncio.shield(self.task)
+        if self.task.cancelled() or isinstance(self.error, asyncio.CancelledError):
+            raise ConflictError("the turn was cancelled", code="turn_cancelled", session_id=self.session_id)
+        if self.error is not None:
+            raise self.error
+        assert self.result is not None
+        return self.result
+
+
+def _error_event(session_id: str, exc: Exception) -> ErrorRaised:
+    """A failed turn as an event of the space's stream (the log records it too, as ``turn/end {error}``)."""
+    code = exc.code if isinstance(exc, StellateError) else "unexpected_error"
+    details = exc.details if isinstance(exc, StellateError) else {}
+    message = exc.message if isinstance(exc, StellateError) else type(exc).__name__
+    return ErrorRaised(session_id=session_id, source="turn", code=code, message=message, details=dict(details))
+
+
+class TurnManager:
+    """The turns this server process runs, by (space, session id)."""
+
+    def __init__(self) -> None:
+        self._turns: dict[tuple[str, str], LiveTurn] = {}
+
+    def current(self, space: str, session_id: str) -> LiveTurn | None:
+        """The running turn of a session, if any."""
+        live = self._turns.get((space, session_id))
+        return live if live is not None and not live.done else None
+
+    async def start(self, space: str, agent: Agent, session_id: str, content: str, *, wait: bool = False) -> LiveTurn:
+        """Start a turn in its own task.
+
+        Without ``wait``, a session busy in this process is refused at once, and one busy in another process
+        (its lease is held) fails the turn with ``session_busy`` at once too; with ``wait`` both are waited
+        for (the other process for up to the agent's ``busy_timeout``).
+
+        Raises:
+            ConflictError: ``session_busy`` when the session already runs a turn here (unless ``wait``).
+            NotFoundError: unknown session (checked before the task starts).
+        """
+        await agent.get_session_digest(session_id)
+        running = self.current(space, session_id)
+        while running is not None:
+            if not wait:
+                raise ConflictError(
+                    f"session {session_id} is running a turn; retry when it ends",
+                    code="session_busy",
+                    session_id=session_id,
+                    holder="this server",
+                )
+            assert running.task is not None
+            with contextlib.suppress(BaseException):
+                await asyncio.shield(running.task)
+            running = self.current(space, session_id)
+        live = LiveTurn(session_id)
+        live.task = asyncio.get_running_loop().create_task(live.run(agent, content, None if wait else 0.0))
+        self._turns[(space, session_id)] = live
+        live.task.add_done_callback(lambda _: self._forget(space, session_id, live))
+        return live
+
+    def _forget(self, space: str, session_id: str, live: LiveTurn) -> None:
+        if self._turns.get((space, session_id)) is live:
+            del self._turns[(space, session_id)]
+
+    def cancel(self, space: str, session_id: str) -> bool:
+        """Abort the running turn of a session; False when none runs."""
+        live = self.current(space, session_id)
+        if live is None or live.task is None:
+            return False
+        live.task.cancel()
+        return True
+
+    def running(self, space: str | None = None) -> list[LiveTurn]:
+        """Every turn still running (of ``space`` only, if given)."""
+        return [live for (where, _), live in self._turns.items() if not live.done and space in (None, where)]
+
+    async def shutdown(self, grace: float) -> None:
+        """Let running turns finish for ``grace`` seconds, then abort the rest (each records its end)."""
+        tasks = [live.task for live in self.running() if live.task is not None]
+        if not tasks:
+            return
+        _, pending = await asyncio.wait(tasks, timeout=grace)
+        for task in pending:
+            task.cancel()
+        await asyncio.gather(*pending, return_exceptions=True)

@@ -1,0 +1,107 @@
+"""`stellate.client`: Agent's method names over HTTP, with the same error classes and codes."""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+import threading
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+import pytest
+import uvicorn
+
+from stellate import Agent, ForkOptions, SessionConfig
+from stellate.client import Client, SyncClient
+from stellate.engine.events import TextChunk, TurnFinished
+from stellate.errors import ForkError, NotFoundError, UsageError
+from stellate.llm.scripted import ScriptedLLM
+from stellate.server import create_app
+from stellate.store.memory import MemoryStore
+
+
+def echo_llm() -> ScriptedLLM:
+    return ScriptedLLM(default=lambda request: f"echo: {request.messages[-1].content}")
+
+
+@pytest.fixture
+async def client() -> AsyncIterator[Client]:
+    app = create_app(Agent(MemoryStore(), llm=echo_llm()))
+    async with Client("http://test", transport=httpx.ASGITransport(app)) as remote:
+        yield remote
+
+
+async def test_the_remote_agent_answers_like_the_local_one(client: Client) -> None:
+    local = Agent(MemoryStore(), llm=echo_llm())
+    for agent in (local, client):
+        root = await agent.create_session(label="Trip")
+        result = await agent.turn(root.id, "hello")
+        child = await agent.fork_session(root.id, ForkOptions(label="Budget", context="inherit"))
+        await agent.put_insight(child.id, "cheaper in NL")
+        await agent.put_memory(root.id, "a year abroad")
+        assert result.content == "echo: hello" and result.turn == 1
+        assert [m.content for m in await agent.list_messages(child.id)] == ["hello", "echo: hello"]
+        digests = {d.label: d for d in await agent.list_session_digests()}
+        assert digests["Budget"].insight == "cheaper in NL" and digests["Trip"].memory == "a year abroad"
+        [tree] = await agent.get_topology()
+        assert tree.children[0].id == child.id and tree.children[0].source_id == root.id
+        assert (await agent.get_session_digest(child.id)).parent_id == root.id
+
+
+async def test_stream_yields_typed_events(client: Client) -> None:
+    root = await client.create_session(label="s")
+    events = [event async for event in client.stream(root.id, "hi")]
+    assert any(isinstance(e, TextChunk) for e in events)
+    assert isinstance(events[-1], TurnFinished) and events[-1].result.content == "echo: hi"
+
+
+async def test_errors_keep_their_class_and_code(client: Client) -> None:
+    with pytest.raises(NotFoundError) as missing:
+        await client.turn("nope", "hi")
+    assert missing.value.code == "session_not_found"
+    root = await client.create_session(label="s")
+    await client.turn(root.id, "hi")
+    with pytest.raises(ForkError) as refused:
+        await client.fork_session(root.id, label="x", boundary=2)
+    assert refused.value.code == "open_turn" and refused.value.details["boundary"] == 2
+
+
+@pytest.fixture
+def server_url() -> Iterator[str]:
+    """A real server in a thread of its own (the sync client blocks the calling thread)."""
+    app = create_app(Agent(MemoryStore(), llm=echo_llm()))
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
+    thread.start()
+    try:
+        while not server.started:
+            threading.Event().wait(0.01)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        thread.join(10)
+        sock.close()
+
+
+def test_the_sync_client_blocks_and_streams(server_url: str) -> None:
+    with SyncClient(server_url) as remote:
+        root = remote.create_session(label="sync")
+        assert remote.turn(root.id, "one").content == "echo: one"
+        events = list(remote.stream(root.id, "two"))
+        assert isinstance(events[-1], TurnFinished) and events[-1].result.turn == 2
+        assert [d.id for d in remote.list_session_digests()] == [root.id]
+        with pytest.raises(NotFoundError):
+            remote.get_session_digest("nope")
+
+
+async def test_a_config_crosses_by_name_only(client: Client) -> None:
+    made = await client.create_session(label="named", config=SessionConfig(skills=[]))
+    await client.set_system_prompt(made.id, "Be brief.")
+    with pytest.raises(UsageError):
+        await client.create_session(label="objects", config=SessionConfig(llm=echo_llm()))
+    with pytest.raises(UsageError) as unknown:
+        await client.create_session(label="unknown", config=SessionConfig(tools=["nope"]))
+    assert unknown.value.code == "tool_not_found"
+    assert [d.label for d in await client.list_session_digests()] == ["named"]
