@@ -33,6 +33,7 @@ PACKAGES = (
     "langgraph-checkpoint-sqlite",
     "langgraph-checkpoint-postgres",
     "langchain-core",
+    "langchain-openai",
     "openai-agents",
     "openai",
     "sqlalchemy",
