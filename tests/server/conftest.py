@@ -6,9 +6,7 @@ when it is unreachable its tests are skipped, except under ``CI=true``, where th
 
 from __future__ import annotations
 
-import os
-import uuid
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import httpx
@@ -23,24 +21,6 @@ from stellate.store import BaseStore
 from stellate.store.sqlite import SqliteStore
 
 BACKENDS = ["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)]
-PG_URL = os.environ.get("STELLATE_TEST_PG", "postgresql://postgres@127.0.0.1:5432/test")
-
-
-@pytest.fixture
-def pg_schema() -> Iterator[str]:
-    try:
-        import psycopg
-        from psycopg import sql
-
-        psycopg.connect(PG_URL, connect_timeout=3).close()
-    except Exception as exc:
-        if os.environ.get("CI", "").lower() == "true":
-            pytest.fail(f"PostgreSQL at {PG_URL} is required under CI=true: {exc}", pytrace=False)
-        pytest.skip(f"PostgreSQL unreachable at {PG_URL}: {exc}")
-    name = f"stellate_test_{uuid.uuid4().hex[:12]}"
-    yield name
-    with psycopg.connect(PG_URL, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(name)))
 
 
 @pytest.fixture(params=BACKENDS)
@@ -51,7 +31,8 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
     else:
         from stellate.store.postgres import PostgresStore
 
-        opened = await PostgresStore.open(PG_URL, schema=request.getfixturevalue("pg_schema"))
+        url, schema = request.getfixturevalue("pg_url"), request.getfixturevalue("pg_schema")
+        opened = await PostgresStore.open(url, schema=schema)
     yield opened
     await opened.close()
 

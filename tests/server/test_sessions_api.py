@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import httpx
 
+from stellate.store import BaseStore
+
 
 async def create(client: httpx.AsyncClient, label: str, **body: object) -> str:
     response = await client.post("/sessions", json={"label": label, **body})
@@ -129,3 +131,10 @@ async def test_a_fork_records_where_each_setting_came_from(client: httpx.AsyncCl
     child = (await client.post(f"/sessions/{root}/forks", json=body)).json()["id"]
     sources = (await client.get(f"/sessions/{child}")).json()["config"]["sources"]
     assert sources == {"system_prompt": "parent", "llm": "defaults", "tools": "options"}
+
+
+async def test_ready_says_whether_the_store_answers(client: httpx.AsyncClient, store: BaseStore) -> None:
+    assert (await client.get("/ready")).json() == {"status": "ok"}
+    await store.close()
+    response = await client.get("/ready")
+    assert response.status_code == 503 and response.json()["code"] == "store_closed"

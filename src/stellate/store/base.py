@@ -232,6 +232,14 @@ class BaseStore(abc.ABC):
 
     # -- shared behaviour ------------------------------------------------------------------------
 
+    async def ping(self) -> None:
+        """Check that the store answers (for readiness probes).
+
+        Raises:
+            StoreError: the database cannot be reached or the store is closed.
+        """
+        await self._get_record(SessionId(""))
+
     async def get_session(self, session_id: SessionId) -> SessionRecord:
         """A session's record.
 

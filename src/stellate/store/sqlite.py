@@ -181,7 +181,13 @@ class SqliteStore(BaseStore):
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, fn, *args)
+        try:
+            future = loop.run_in_executor(self._executor, fn, *args)
+        except RuntimeError as exc:  # the thread is gone: the store was closed
+            raise StoreError(
+                "the store is closed; open it with `await SqliteStore.open(url)`", code="store_closed"
+            ) from exc
+        return await future
 
     def _connect(self) -> None:
         try:

@@ -5,15 +5,16 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Request
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from stellate import __version__
 from stellate.agent import Agent
 from stellate.server.models import Capabilities, Health, Info, ReflectBody, ReflectionOut
 from stellate.server.problems import problem_responses
+from stellate.server.spaces import DEFAULT_SPACE
 from stellate.server.sse import PING_SECONDS, json_text
-from stellate.server.state import CallerDep
+from stellate.server.state import CallerDep, server_state
 from stellate.server.turns import event_data
 
 __all__ = ["router"]
@@ -24,6 +25,13 @@ router = APIRouter()
 @router.get("/health", response_model=Health, tags=["server"])
 async def health() -> Health:
     """Liveness (needs no key)."""
+    return Health(status="ok")
+
+
+@router.get("/ready", response_model=Health, tags=["server"], responses=problem_responses(503))
+async def ready(request: Request) -> Health:
+    """Readiness (needs no key): the store answers. A load balancer sends traffic only to ready workers."""
+    await (await server_state(request).spaces.agent(DEFAULT_SPACE).store()).ping()
     return Health(status="ok")
 
 
