@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 from fastapi import APIRouter, Query, status
 
 from stellate.agent import SessionDigest, TopologyNode
-from stellate.agent.editing import rename_session
+from stellate.agent.editing import rename_session, set_system_prompt
 from stellate.server.models import ContentBody, CreateSessionBody, LabelBody, MemoryOut, SessionDetail, SessionPage
 from stellate.server.pagination import page_of
 from stellate.server.problems import problem_responses
@@ -133,6 +133,15 @@ async def put_memory(session_id: str, body: ContentBody, caller: CallerDep) -> S
     """Replace the memory (read by reflection, never by the session's own model)."""
     await caller.agent.put_memory(session_id, body.content)
     return await caller.agent.get_session_digest(session_id)
+
+
+@router.put(
+    "/sessions/{session_id}/system_prompt", response_model=SessionDetail, responses=problem_responses(404, 409)
+)
+async def put_system_prompt(session_id: str, body: ContentBody, caller: CallerDep) -> SessionDetail:
+    """Replace the system prompt from the session's next model call on (earlier calls keep theirs in the log)."""
+    await set_system_prompt(caller.agent, session_id, body.content)
+    return await get_session(session_id, caller)
 
 
 @router.post("/sessions/{session_id}/consolidate", response_model=MemoryOut, responses=problem_responses(404, 409, 503))

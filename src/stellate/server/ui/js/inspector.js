@@ -1,0 +1,185 @@
+// The inspector: the exact context of any past model call (rebuilt by the server from the log), the stored
+// configuration, the slots (editable), the lineage, and the raw event log with inherited events marked.
+
+import { allEvents, api, sid } from './api.js';
+import { clear, clock, h, pretty, fill } from './dom.js';
+import { t } from './i18n.js';
+import { forest } from './live.js';
+import { emptyState, errorText, go } from './shared.js';
+
+export function mount(container, params) {
+  const page = new Inspector(container, params.id || null);
+  return () => page.destroy();
+}
+
+class Inspector {
+  constructor(container, id) {
+    this.id = id;
+    this.typeFilter = '';
+    this.picker = h('select', { 'aria-label': t('inspect.session') });
+    this.picker.addEventListener('change', () => go('#/inspect/' + encodeURIComponent(this.picker.value)));
+    this.body = h('div', { class: 'inspector' });
+    fill(container, h('section', { class: 'page inspect-page' },
+      h('div', { class: 'toolbar' }, h('h1', { text: t('inspect.title') }), this.picker), this.body));
+    this.off = forest.on(() => this.renderPicker());
+    if (forest.loaded) this.renderPicker(); else forest.refresh(0);
+    if (id) this.load(); else emptyState(this.body, t('inspect.pick'));
+  }
+
+  destroy() { this.off(); }
+
+  renderPicker() {
+    const value = this.id || '';
+    fill(this.picker, h('option', { value: '', text: t('inspect.pick') }),
+      [...forest.nodes.values()].map((n) => h('option', { value: n.id, text: `${n.label || n.id} (${n.id})` })));
+    this.picker.value = value;
+  }
+
+  async load() {
+    try {
+      const [detail, log] = await Promise.all([api(`/sessions/${sid(this.id)}`), allEvents(this.id)]);
+      this.detail = detail;
+      this.events = log.events;
+    } catch (error) {
+      emptyState(this.body, error.status === 404 ? t('chat.notFound') : errorText(error));
+      return;
+    }
+    this.steps = this.events.filter((e) => e.type === 'assistant/message');
+    this.contextBox = h('div', { class: 'context' });
+    this.logBox = h('div', { class: 'log' });
+    fill(this.body,
+      card(t('inspect.context'), this.stepPicker(), this.contextBox),
+      h('div', { class: 'columns' },
+        h('div', {}, card(t('inspect.slots'), this.slots()), card(t('inspect.lineage'), this.lineage())),
+        h('div', {}, card(t('inspect.config'), this.config()))),
+      card(t('inspect.log'), this.logFilter(), this.logBox));
+    this.renderLog();
+    if (this.steps.length) this.showContext(this.steps[this.steps.length - 1].seq);
+    else emptyState(this.contextBox, t('inspect.noCalls'));
+  }
+
+  stepPicker() {
+    const select = h('select', { 'aria-label': t('inspect.call') },
+      this.steps.map((e, i) => h('option', { value: e.seq, text: t('inspect.callOption', { n: i + 1, seq: e.seq,
+        inherited: e.inherited ? t('inspect.inheritedMark') : '' }) })));
+    if (this.steps.length) select.value = this.steps[this.steps.length - 1].seq;
+    select.addEventListener('change', () => this.showContext(Number(select.value)));
+    return h('label', { class: 'field inline' }, h('span', { text: t('inspect.call') }), select);
+  }
+
+  async showContext(step) {
+    let context;
+    try { context = await api(`/sessions/${sid(this.id)}/context?step=${step}`); }
+    catch (error) { emptyState(this.contextBox, errorText(error)); return; }
+    const messages = context.messages.map((m) => h('li', { class: 'ctx-msg ' + m.role, dataset: { role: m.role } },
+      h('span', { class: 'role', text: t('role.' + m.role) }),
+      m.name ? h('span', { class: 'muted', text: ' ' + m.name }) : null,
+      h('pre', { class: 'content', text: m.content }),
+      m.tool_calls && m.tool_calls.length ? h('pre', { class: 'calls', text: pretty(m.tool_calls) }) : null));
+    const tools = context.tools.map((tool) => h('li', {}, h('details', {},
+      h('summary', {}, h('strong', { text: tool.name }), ' ', h('span', { class: 'muted', text: tool.description })),
+      h('pre', { text: pretty(tool.parameters) }))));
+    fill(this.contextBox,
+      h('p', { class: 'muted', text: t('inspect.contextNote', { seq: context.step }) }),
+      h('h3', { text: t('slot.systemPrompt') }), h('pre', { class: 'slot', text: context.system_prompt ?? t('common.none') }),
+      h('h3', { text: t('inspect.insightConsumed') }), h('pre', { class: 'slot', text: context.insight ?? t('common.none') }),
+      h('h3', { text: t('inspect.messages', { n: context.messages.length }) }), h('ol', { class: 'ctx-messages' }, messages),
+      h('h3', { text: t('inspect.tools', { n: context.tools.length }) }),
+      tools.length ? h('ul', { class: 'ctx-tools' }, tools) : h('p', { class: 'muted', text: t('common.none') }));
+  }
+
+  slots() {
+    const archived = this.detail.status === 'archived';
+    const editor = (name, value, save, clearIt) => {
+      const area = h('textarea', { rows: 4, 'aria-label': t('slot.' + name), disabled: archived });
+      area.value = value ?? '';
+      const status = h('span', { class: 'muted', role: 'status' });
+      const run = async (action) => {
+        try { await action(); status.textContent = t('inspect.saved'); forest.refresh(0); }
+        catch (error) { status.textContent = errorText(error); }
+      };
+      return h('div', { class: 'slot-editor' }, h('label', { class: 'field' }, h('span', { text: t('slot.' + name) }), area),
+        h('div', { class: 'buttons' }, status,
+          clearIt ? h('button', { type: 'button', disabled: archived, text: t('action.clear'), onclick: () => run(async () => { await clearIt(); area.value = ''; }) }) : null,
+          h('button', { type: 'button', class: 'primary', disabled: archived, text: t('action.save'), onclick: () => run(() => save(area.value)) })));
+    };
+    const path = `/sessions/${sid(this.id)}`;
+    return h('div', {},
+      editor('systemPrompt', this.detail.system_prompt, (v) => api(path + '/system_prompt', { method: 'PUT', body: { content: v } })),
+      editor('memory', this.detail.memory, (v) => api(path + '/memory', { method: 'PUT', body: { content: v } })),
+      editor('insight', this.detail.insight, (v) => api(path + '/insight', { method: 'PUT', body: { content: v } }),
+        () => api(path + '/insight', { method: 'DELETE' })),
+      h('p', { class: 'muted', text: t('inspect.slotsNote') }));
+  }
+
+  lineage() {
+    const link = (id) => h('button', { type: 'button', class: 'linkish', text: forest.label(id), onclick: () => go('#/inspect/' + encodeURIComponent(id)) });
+    const chain = [];
+    // Where the history came from, walking source links (each with the seq the fork was taken at).
+    let current = { id: this.id, source_id: this.detail.source_id, fork_seq: this.detail.fork_seq };
+    const seen = new Set();
+    const list = h('ol', { class: 'lineage' });
+    const fillChain = async () => {
+      while (current && current.source_id && !seen.has(current.source_id)) {
+        seen.add(current.source_id);
+        chain.push({ id: current.source_id, at: current.fork_seq });
+        try { current = await api(`/sessions/${sid(current.source_id)}`); } catch { current = null; }
+      }
+      fill(list, chain.reverse().map((a) => h('li', {}, link(a.id),
+        h('span', { class: 'muted', text: ' ' + (a.at === null || a.at === undefined ? t('inspect.noHistory') : t('inspect.forkedAt', { seq: a.at })) }))),
+      h('li', { class: 'current' }, h('strong', { text: this.detail.label || this.id })));
+    };
+    fillChain();
+    const descendants = (id) => {
+      const node = forest.nodes.get(id);
+      if (!node || !node.children.length) return null;
+      return h('ul', {}, node.children.map((c) => h('li', {}, link(c), descendants(c))));
+    };
+    const parent = this.detail.parent_id;
+    return h('div', {},
+      h('h3', { text: t('inspect.ancestors') }), list,
+      parent && parent !== this.detail.source_id ? h('p', { class: 'muted' }, t('inspect.topologyParent'), ' ', link(parent)) : null,
+      h('h3', { text: t('inspect.descendants') }), descendants(this.id) || h('p', { class: 'muted', text: t('common.none') }));
+  }
+
+  config() {
+    const rows = Object.entries(this.detail.config || {}).map(([key, value]) => h('tr', {},
+      h('th', { text: key }), h('td', {}, h('pre', { text: pretty(value) }))));
+    const facts = [
+      ['id', this.detail.id], ['status', t('status.' + this.detail.status)], ['turns', this.detail.turn_count],
+      ['nextSeq', this.detail.next_seq], ['inherited', this.detail.inherited], ['openTurn', this.detail.open_turn ? t('common.yes') : t('common.no')],
+      ['created', new Date(this.detail.created_at).toLocaleString()],
+    ];
+    return h('div', {},
+      h('table', { class: 'facts' }, facts.map(([k, v]) => h('tr', {}, h('th', { text: t('inspect.fact.' + k) }), h('td', { text: String(v) })))),
+      h('h3', { text: t('inspect.storedConfig') }),
+      rows.length ? h('table', { class: 'config' }, rows) : h('p', { class: 'muted', text: t('common.none') }),
+      h('p', { class: 'muted', text: t('inspect.configNote') }));
+  }
+
+  logFilter() {
+    const types = [...new Set(this.events.map((e) => e.type))].sort();
+    const select = h('select', { 'aria-label': t('inspect.filterType') }, h('option', { value: '', text: t('inspect.allTypes') }),
+      types.map((type) => h('option', { value: type, text: type })));
+    select.addEventListener('change', () => { this.typeFilter = select.value; this.renderLog(); });
+    return h('label', { class: 'field inline' }, h('span', { text: t('inspect.filterType') }), select);
+  }
+
+  renderLog() {
+    const rows = this.events.filter((e) => !this.typeFilter || e.type === this.typeFilter).map((e) =>
+      h('tr', { class: e.inherited ? 'inherited' : '', dataset: { seq: e.seq, type: e.type } },
+        h('td', { class: 'mono', text: String(e.seq) }),
+        h('td', { class: 'mono', text: e.type }),
+        h('td', { class: 'mono', text: clock(e.time) }),
+        h('td', {}, e.inherited ? h('span', { class: 'badge inherited', text: t('inspect.inherited') }) : null),
+        h('td', {}, h('details', {}, h('summary', { text: JSON.stringify(e.data).slice(0, 90) }), h('pre', { text: pretty(e.data) })))));
+    fill(this.logBox, h('table', { class: 'events-table' },
+      h('thead', {}, h('tr', {}, ['seq', 'type', 'time', 'origin', 'data'].map((c) => h('th', { text: t('inspect.col.' + c) })))),
+      h('tbody', {}, rows)));
+  }
+}
+
+function card(title, ...content) {
+  return h('section', { class: 'card' }, h('h2', { text: title }), ...content);
+}
+
