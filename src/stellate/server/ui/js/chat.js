@@ -7,7 +7,7 @@ import { append, clear, clip, fill, h, pretty } from './dom.js';
 import { t } from './i18n.js';
 import { forest, live } from './live.js';
 import { renderMarkdown } from './markdown.js';
-import { emptyState, errorText, go, toast } from './shared.js';
+import { emptyState, errorNode, go, toast } from './shared.js';
 import { conversationOf } from './transcript.js';
 
 export function mount(container, params) {
@@ -72,7 +72,7 @@ class ChatPage {
       const button = h('button', { type: 'button', class: 'tree-row' + (id === this.id ? ' current' : ''),
         'aria-current': id === this.id ? 'page' : null, onclick: () => go('#/chat/' + encodeURIComponent(id)) },
         h('i', { class: 'dot ' + (node.status === 'archived' ? 'archived' : node.parent_id ? 'leaf' : 'root') }),
-        h('span', { class: 'label', text: node.label || node.id }),
+        h('span', { class: 'label', translate: 'no', text: node.label || node.id }),
         h('span', { class: 'count', title: t('common.turns', { n: node.turn_count }), text: String(node.turn_count) }),
         forest.running.has(id) ? h('span', { class: 'busy-dot', title: t('common.running'), 'aria-label': t('common.running') }) : null);
       return h('li', { role: 'treeitem', 'aria-expanded': kids.length ? 'true' : null, dataset: { id } },
@@ -93,7 +93,7 @@ class ChatPage {
     } catch (error) {
       this.detail = null;
       this.renderHeader();
-      emptyState(this.messages, error.status === 404 ? t('chat.notFound') : errorText(error));
+      emptyState(this.messages, error.status === 404 ? t('chat.notFound') : errorNode(error));
       this.composer.hidden = true;
       return;
     }
@@ -107,7 +107,7 @@ class ChatPage {
     if (!this.detail) return;
     const node = forest.nodes.get(this.id);
     const label = (node && node.label) || this.detail.label || this.id;
-    const title = h('h1', {}, h('button', { type: 'button', class: 'rename', title: t('chat.renameHint'), text: label,
+    const title = h('h1', {}, h('button', { type: 'button', class: 'rename', translate: 'no', title: t('chat.renameHint'), text: label,
       onclick: () => this.rename(title, label) }));
     append(this.header, [title,
       h('span', { class: 'muted', text: t('common.turns', { n: node ? node.turn_count : this.detail.turn_count }) }),
@@ -125,7 +125,7 @@ class ChatPage {
           await api(`/sessions/${sid(this.id)}`, { method: 'PATCH', body: { label: input.value.trim() } });
           this.detail.label = input.value.trim();
           forest.refresh(0);
-        } catch (error) { toast(errorText(error), 'error'); }
+        } catch (error) { toast(errorNode(error), 'error'); }
       }
       this.renderHeader();
     };
@@ -148,11 +148,11 @@ class ChatPage {
   renderItem(item) {
     if (item.kind === 'user') {
       return h('div', { class: 'msg user' + (item.inherited ? ' inherited' : ''), dataset: { seq: item.seq } },
-        h('div', { class: 'bubble', text: item.text }));
+        h('div', { class: 'bubble', translate: 'no', text: item.text }));
     }
     if (item.kind === 'tool') return toolCard(item);
-    if (item.kind === 'note') return h('div', { class: 'msg note', text: t('chat.summary') + ' ' + clip(item.text, 400) });
-    const body = h('div', { class: 'bubble markdown' });
+    if (item.kind === 'note') return h('div', { class: 'msg note' }, t('chat.summary'), ' ', h('span', { translate: 'no', text: clip(item.text, 400) }));
+    const body = h('div', { class: 'bubble markdown', translate: 'no' });
     body.append(renderMarkdown(item.text));
     const wrapper = h('div', { class: 'msg assistant' + (item.inherited ? ' inherited' : ''), dataset: { seq: item.seq } }, body);
     if (item.text) wrapper.append(h('div', { class: 'msg-actions' }, this.branchButton(item)));
@@ -174,7 +174,7 @@ class ChatPage {
       const child = await api(`/sessions/${sid(this.id)}/forks`, { method: 'POST', body: { label, at_seq: item.seq } });
       forest.refresh(0);
       go('#/chat/' + encodeURIComponent(child.id));
-    } catch (error) { toast(errorText(error), 'error'); }
+    } catch (error) { toast(errorNode(error), 'error'); }
   }
 
   scrollDown() {
@@ -191,7 +191,7 @@ class ChatPage {
     this.streaming = turn;
     this.setBusy(true);
     if (this.messages.querySelector('.empty')) clear(this.messages);
-    this.messages.append(h('div', { class: 'msg user' }, h('div', { class: 'bubble', text: content })));
+    this.messages.append(h('div', { class: 'msg user' }, h('div', { class: 'bubble', translate: 'no', text: content })));
     this.scrollDown();
     try {
       await sse(`/sessions/${sid(this.id)}/turns`, {
@@ -216,7 +216,7 @@ class ChatPage {
   liveBubble(turn) {
     if (!turn.bubble) {
       turn.text = '';
-      turn.body = h('div', { class: 'bubble markdown streaming' });
+      turn.body = h('div', { class: 'bubble markdown streaming', translate: 'no' });
       const pending = h('button', { type: 'button', class: 'branch', text: t('branch.label'), title: t('branch.why.open'),
         'aria-disabled': 'true' });
       turn.bubble = h('div', { class: 'msg assistant live' }, turn.body, h('div', { class: 'msg-actions' }, pending));
@@ -248,14 +248,14 @@ class ChatPage {
   }
 
   showProblem(problem) {
-    const text = problem.code === 'turn_cancelled' ? t('chat.stopped') : errorText(problem.code ? problem : { message: problem.detail || String(problem) });
-    this.messages.append(h('div', { class: 'msg problem', role: 'alert', text }));
+    const cancelled = problem.code === 'turn_cancelled';
+    this.messages.append(h('div', { class: 'msg problem', role: 'alert' }, cancelled ? t('chat.stopped') : errorNode(problem)));
     this.scrollDown();
   }
 
   async stop() {
     try { await api(`/sessions/${sid(this.id)}/turns/current/cancel`, { method: 'POST' }); }
-    catch (error) { toast(errorText(error), 'error'); }
+    catch (error) { toast(errorNode(error), 'error'); }
   }
 
   onLive(event) {
@@ -269,11 +269,11 @@ class ChatPage {
 export function toolCard(item) {
   const state = item.result === null || item.result === undefined ? 'running' : item.isError ? 'error' : 'ok';
   const summary = h('summary', {},
-    h('span', { class: 'tool-name', text: item.name }),
+    h('span', { class: 'tool-name', translate: 'no', text: item.name }),
     h('span', { class: 'tool-state ' + state, text: t('tool.' + state) }),
     item.duration !== undefined && item.duration !== null ? h('span', { class: 'muted', text: t('tool.duration', { ms: Math.round(item.duration) }) }) : null);
   return h('details', { class: 'msg tool-card ' + state + (item.inherited ? ' inherited' : ''), dataset: { seq: item.seq ?? '' } }, summary,
-    h('div', { class: 'tool-section' }, h('h4', { text: t('tool.arguments') }), h('pre', { text: pretty(item.args ?? '') })),
+    h('div', { class: 'tool-section' }, h('h4', { text: t('tool.arguments') }), h('pre', { translate: 'no', text: pretty(item.args ?? '') })),
     state === 'running' ? null
-      : h('div', { class: 'tool-section' }, h('h4', { text: item.isError ? t('tool.error') : t('tool.result') }), h('pre', { text: pretty(item.result) })));
+      : h('div', { class: 'tool-section' }, h('h4', { text: item.isError ? t('tool.error') : t('tool.result') }), h('pre', { translate: 'no', text: pretty(item.result) })));
 }

@@ -62,10 +62,10 @@ export function mount(container) {
     const k = kindOf(event.type);
     return h('li', { class: 'event ' + k, dataset: { type: event.type } },
       h('span', { class: 'mono muted', text: clock(event.received) }),
-      h('span', { class: 'badge ' + k, text: event.type }),
-      event.session_id ? h('button', { type: 'button', class: 'linkish', text: forest.label(event.session_id),
+      h('span', { class: 'badge ' + k, translate: 'no', text: event.type }),
+      event.session_id ? h('button', { type: 'button', class: 'linkish', translate: 'no', text: forest.label(event.session_id),
         onclick: () => go('#/chat/' + encodeURIComponent(event.session_id)) }) : h('span', { class: 'muted', text: t('events.space') }),
-      h('span', { class: 'desc', text: describe(event) }));
+      h('span', { class: 'desc', translate: 'no', text: describe(event) }));
   }
 
   function render() {

@@ -5,7 +5,7 @@ import { allEvents, api, sid } from './api.js';
 import { clear, clock, h, pretty, fill } from './dom.js';
 import { t } from './i18n.js';
 import { forest } from './live.js';
-import { emptyState, errorText, go } from './shared.js';
+import { emptyState, errorNode, go } from './shared.js';
 
 export function mount(container, params) {
   const page = new Inspector(container, params.id || null);
@@ -16,7 +16,7 @@ class Inspector {
   constructor(container, id) {
     this.id = id;
     this.typeFilter = '';
-    this.picker = h('select', { 'aria-label': t('inspect.session') });
+    this.picker = h('select', { 'aria-label': t('inspect.session'), translate: 'no' });
     this.picker.addEventListener('change', () => go('#/inspect/' + encodeURIComponent(this.picker.value)));
     this.body = h('div', { class: 'inspector' });
     fill(container, h('section', { class: 'page inspect-page' },
@@ -41,7 +41,7 @@ class Inspector {
       this.detail = detail;
       this.events = log.events;
     } catch (error) {
-      emptyState(this.body, error.status === 404 ? t('chat.notFound') : errorText(error));
+      emptyState(this.body, error.status === 404 ? t('chat.notFound') : errorNode(error));
       return;
     }
     this.steps = this.events.filter((e) => e.type === 'assistant/message');
@@ -70,19 +70,19 @@ class Inspector {
   async showContext(step) {
     let context;
     try { context = await api(`/sessions/${sid(this.id)}/context?step=${step}`); }
-    catch (error) { emptyState(this.contextBox, errorText(error)); return; }
+    catch (error) { emptyState(this.contextBox, errorNode(error)); return; }
     const messages = context.messages.map((m) => h('li', { class: 'ctx-msg ' + m.role, dataset: { role: m.role } },
       h('span', { class: 'role', text: t('role.' + m.role) }),
-      m.name ? h('span', { class: 'muted', text: ' ' + m.name }) : null,
-      h('pre', { class: 'content', text: m.content }),
-      m.tool_calls && m.tool_calls.length ? h('pre', { class: 'calls', text: pretty(m.tool_calls) }) : null));
+      m.name ? h('span', { class: 'muted', translate: 'no', text: ' ' + m.name }) : null,
+      h('pre', { class: 'content', translate: 'no', text: m.content }),
+      m.tool_calls && m.tool_calls.length ? h('pre', { class: 'calls', translate: 'no', text: pretty(m.tool_calls) }) : null));
     const tools = context.tools.map((tool) => h('li', {}, h('details', {},
-      h('summary', {}, h('strong', { text: tool.name }), ' ', h('span', { class: 'muted', text: tool.description })),
-      h('pre', { text: pretty(tool.parameters) }))));
+      h('summary', { translate: 'no' }, h('strong', { text: tool.name }), ' ', h('span', { class: 'muted', text: tool.description })),
+      h('pre', { translate: 'no', text: pretty(tool.parameters) }))));
     fill(this.contextBox,
       h('p', { class: 'muted', text: t('inspect.contextNote', { seq: context.step }) }),
-      h('h3', { text: t('slot.systemPrompt') }), h('pre', { class: 'slot', text: context.system_prompt ?? t('common.none') }),
-      h('h3', { text: t('inspect.insightConsumed') }), h('pre', { class: 'slot', text: context.insight ?? t('common.none') }),
+      h('h3', { text: t('slot.systemPrompt') }), preOrNone(context.system_prompt),
+      h('h3', { text: t('inspect.insightConsumed') }), preOrNone(context.insight),
       h('h3', { text: t('inspect.messages', { n: context.messages.length }) }), h('ol', { class: 'ctx-messages' }, messages),
       h('h3', { text: t('inspect.tools', { n: context.tools.length }) }),
       tools.length ? h('ul', { class: 'ctx-tools' }, tools) : h('p', { class: 'muted', text: t('common.none') }));
@@ -91,12 +91,12 @@ class Inspector {
   slots() {
     const archived = this.detail.status === 'archived';
     const editor = (name, value, save, clearIt) => {
-      const area = h('textarea', { rows: 4, 'aria-label': t('slot.' + name), disabled: archived });
+      const area = h('textarea', { rows: 4, 'aria-label': t('slot.' + name), disabled: archived, translate: 'no' });
       area.value = value ?? '';
       const status = h('span', { class: 'muted', role: 'status' });
       const run = async (action) => {
         try { await action(); status.textContent = t('inspect.saved'); forest.refresh(0); }
-        catch (error) { status.textContent = errorText(error); }
+        catch (error) { fill(status, errorNode(error)); }
       };
       return h('div', { class: 'slot-editor' }, h('label', { class: 'field' }, h('span', { text: t('slot.' + name) }), area),
         h('div', { class: 'buttons' }, status,
@@ -113,7 +113,7 @@ class Inspector {
   }
 
   lineage() {
-    const link = (id) => h('button', { type: 'button', class: 'linkish', text: forest.label(id), onclick: () => go('#/inspect/' + encodeURIComponent(id)) });
+    const link = (id) => h('button', { type: 'button', class: 'linkish', translate: 'no', text: forest.label(id), onclick: () => go('#/inspect/' + encodeURIComponent(id)) });
     const chain = [];
     // Where the history came from, walking source links (each with the seq the fork was taken at).
     let current = { id: this.id, source_id: this.detail.source_id, fork_seq: this.detail.fork_seq };
@@ -127,7 +127,7 @@ class Inspector {
       }
       fill(list, chain.reverse().map((a) => h('li', {}, link(a.id),
         h('span', { class: 'muted', text: ' ' + (a.at === null || a.at === undefined ? t('inspect.noHistory') : t('inspect.forkedAt', { seq: a.at })) }))),
-      h('li', { class: 'current' }, h('strong', { text: this.detail.label || this.id })));
+      h('li', { class: 'current' }, h('strong', { translate: 'no', text: this.detail.label || this.id })));
     };
     fillChain();
     const descendants = (id) => {
@@ -144,14 +144,14 @@ class Inspector {
 
   config() {
     const rows = Object.entries(this.detail.config || {}).map(([key, value]) => h('tr', {},
-      h('th', { text: key }), h('td', {}, h('pre', { text: pretty(value) }))));
+      h('th', { translate: 'no', text: key }), h('td', {}, h('pre', { translate: 'no', text: pretty(value) }))));
     const facts = [
       ['id', this.detail.id], ['status', t('status.' + this.detail.status)], ['turns', this.detail.turn_count],
       ['nextSeq', this.detail.next_seq], ['inherited', this.detail.inherited], ['openTurn', this.detail.open_turn ? t('common.yes') : t('common.no')],
-      ['created', new Date(this.detail.created_at).toLocaleString()],
+      ['created', stamp(this.detail.created_at)],
     ];
     return h('div', {},
-      h('table', { class: 'facts' }, facts.map(([k, v]) => h('tr', {}, h('th', { text: t('inspect.fact.' + k) }), h('td', { text: String(v) })))),
+      h('table', { class: 'facts' }, facts.map(([k, v]) => h('tr', {}, h('th', { text: t('inspect.fact.' + k) }), h('td', { translate: k === 'id' ? 'no' : null, text: String(v) })))),
       h('h3', { text: t('inspect.storedConfig') }),
       rows.length ? h('table', { class: 'config' }, rows) : h('p', { class: 'muted', text: t('common.none') }),
       h('p', { class: 'muted', text: t('inspect.configNote') }));
@@ -159,7 +159,7 @@ class Inspector {
 
   logFilter() {
     const types = [...new Set(this.events.map((e) => e.type))].sort();
-    const select = h('select', { 'aria-label': t('inspect.filterType') }, h('option', { value: '', text: t('inspect.allTypes') }),
+    const select = h('select', { 'aria-label': t('inspect.filterType'), translate: 'no' }, h('option', { value: '', text: t('inspect.allTypes') }),
       types.map((type) => h('option', { value: type, text: type })));
     select.addEventListener('change', () => { this.typeFilter = select.value; this.renderLog(); });
     return h('label', { class: 'field inline' }, h('span', { text: t('inspect.filterType') }), select);
@@ -169,14 +169,24 @@ class Inspector {
     const rows = this.events.filter((e) => !this.typeFilter || e.type === this.typeFilter).map((e) =>
       h('tr', { class: e.inherited ? 'inherited' : '', dataset: { seq: e.seq, type: e.type } },
         h('td', { class: 'mono', text: String(e.seq) }),
-        h('td', { class: 'mono', text: e.type }),
+        h('td', { class: 'mono', translate: 'no', text: e.type }),
         h('td', { class: 'mono', text: clock(e.time) }),
         h('td', {}, e.inherited ? h('span', { class: 'badge inherited', text: t('inspect.inherited') }) : null),
-        h('td', {}, h('details', {}, h('summary', { text: JSON.stringify(e.data).slice(0, 90) }), h('pre', { text: pretty(e.data) })))));
+        h('td', { translate: 'no' }, h('details', {}, h('summary', { text: JSON.stringify(e.data).slice(0, 90) }), h('pre', { text: pretty(e.data) })))));
     fill(this.logBox, h('table', { class: 'events-table' },
       h('thead', {}, h('tr', {}, ['seq', 'type', 'time', 'origin', 'data'].map((c) => h('th', { text: t('inspect.col.' + c) })))),
       h('tbody', {}, rows)));
   }
+}
+
+function preOrNone(text) {
+  return text === null || text === undefined ? h('p', { class: 'muted', text: t('common.none') }) : h('pre', { class: 'slot', translate: 'no', text });
+}
+
+function stamp(ms) {
+  const d = new Date(ms);
+  const two = (n) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}-${two(d.getMonth() + 1)}-${two(d.getDate())} ${two(d.getHours())}:${two(d.getMinutes())}:${two(d.getSeconds())}`;
 }
 
 function card(title, ...content) {

@@ -7,7 +7,7 @@ import { clear, clip, h, timeAgo, fill } from './dom.js';
 import { t } from './i18n.js';
 import { layoutForest } from './layout.js';
 import { forest } from './live.js';
-import { confirmDialog, errorText, forkDialog, go, modal, toast } from './shared.js';
+import { confirmDialog, errorNode, forkDialog, go, modal, toast } from './shared.js';
 
 const POP_MS = 500;
 
@@ -109,7 +109,7 @@ class StarMap {
     };
     forest.roots.forEach((r) => walk(r, 0));
     for (const [node, depth] of rows.slice(0, 2000)) {
-      const button = h('button', { type: 'button', class: 'linkish', onclick: () => this.select(node.id) },
+      const button = h('button', { type: 'button', class: 'linkish', translate: 'no', onclick: () => this.select(node.id) },
         node.label || node.id);
       const li = h('li', { class: 'depth', dataset: { id: node.id } }, button,
         h('span', { class: 'muted', text: ` ${t('common.turns', { n: node.turn_count })} · ${t('status.' + node.status)}` }),
@@ -242,10 +242,10 @@ class StarMap {
     if (!id) { this.card.hidden = true; return; }
     const node = forest.nodes.get(id);
     fill(this.card,
-      h('strong', { text: node.label || node.id }),
+      h('strong', { translate: 'no', text: node.label || node.id }),
       h('div', { class: 'muted', text: `${t('common.turns', { n: node.turn_count })} · ${t('status.' + node.status)}${forest.running.has(id) ? ' · ' + t('common.running') : ''}` }),
       h('div', { class: 'muted', text: t('map.lastActivity', { when: timeAgo(node.last_activity, t) }) }),
-      h('div', { class: 'preview', text: node.memory ? clip(node.memory, 160) : t('map.noMemory') }));
+      node.memory ? h('div', { class: 'preview', translate: 'no', text: clip(node.memory, 160) }) : h('div', { class: 'preview', text: t('map.noMemory') }));
     this.card.hidden = false;
     this.card.style.left = Math.min(x + 14, this.width - 260) + 'px';
     this.card.style.top = Math.min(y + 14, this.height - 120) + 'px';
@@ -360,22 +360,22 @@ class StarMap {
     const node = forest.nodes.get(id);
     if (!node) return;
     const section = (title, content) => h('section', {}, h('h3', { text: title }), content);
-    const children = node.children.map((c) => h('li', {}, h('button', { type: 'button', class: 'linkish',
+    const children = node.children.map((c) => h('li', {}, h('button', { type: 'button', class: 'linkish', translate: 'no',
       text: forest.label(c), onclick: () => this.select(c) })));
     const source = node.source_id && node.source_id !== node.parent_id ? node.source_id : null;
-    const heading = h('h2', { tabindex: '-1', text: node.label || node.id });
+    const heading = h('h2', { tabindex: '-1', translate: 'no', text: node.label || node.id });
     fill(this.panel,
       h('button', { type: 'button', class: 'close', 'aria-label': t('action.close'), title: t('action.close'), text: '×',
         onclick: () => this.closePanel() }),
       heading,
-      h('p', { class: 'muted mono', text: node.id }),
+      h('p', { class: 'muted mono', translate: 'no', text: node.id }),
       h('p', {}, h('span', { class: 'badge ' + node.status, text: t('status.' + node.status) }),
         ' ', t('common.turns', { n: node.turn_count }),
         forest.running.has(id) ? h('span', { class: 'busy', text: t('common.running') }) : null),
       h('p', { class: 'muted', text: t('map.lastActivity', { when: timeAgo(node.last_activity, t) }) }),
-      source ? h('p', { class: 'muted', text: t('map.contextFrom', { label: forest.label(source) }) }) : null,
-      section(t('slot.memory'), h('p', { class: 'slot', text: node.memory || t('common.none') })),
-      section(t('slot.insight'), h('p', { class: 'slot', text: node.insight || t('common.none') })),
+      source ? h('p', { class: 'muted' }, t('map.contextFrom'), ' ', h('span', { translate: 'no', text: forest.label(source) })) : null,
+      section(t('slot.memory'), slotText(node.memory)),
+      section(t('slot.insight'), slotText(node.insight)),
       section(t('map.children', { n: node.children.length }),
         children.length ? h('ul', { class: 'children' }, children) : h('p', { class: 'muted', text: t('common.none') })),
       h('div', { class: 'actions' },
@@ -399,7 +399,7 @@ class StarMap {
       await api(`/sessions/${sid(node.id)}/consolidate`, { method: 'POST' });
       toast(t('action.consolidated'));
       forest.refresh(0);
-    } catch (error) { toast(errorText(error), 'error'); }
+    } catch (error) { toast(errorNode(error), 'error'); }
   }
 
   async archive(node) {
@@ -407,27 +407,31 @@ class StarMap {
     try {
       await api(`/sessions/${sid(node.id)}/archive`, { method: 'POST' });
       forest.refresh(0);
-    } catch (error) { toast(errorText(error), 'error'); }
+    } catch (error) { toast(errorNode(error), 'error'); }
   }
 
   async reflect() {
     let result;
     try { result = await api('/reflect', { method: 'POST', body: {} }); }
-    catch (error) { toast(errorText(error), 'error'); return; }
+    catch (error) { toast(errorNode(error), 'error'); return; }
     this.lit = new Set(Object.keys(result.insights));
     this.draw();
     await modal(t('reflect.title'), (body, close) => {
       const rows = Object.entries(result.insights).map(([id, text]) =>
-        h('li', {}, h('button', { type: 'button', class: 'linkish', text: forest.label(id),
-          onclick: () => { close(); this.select(id); } }), h('p', { text })));
+        h('li', {}, h('button', { type: 'button', class: 'linkish', translate: 'no', text: forest.label(id),
+          onclick: () => { close(); this.select(id); } }), h('p', { translate: 'no', text })));
       body.append(
         h('h3', { text: t('reflect.synthesis') }),
-        h('p', { class: 'slot', text: result.synthesis || t('common.none') }),
+        slotText(result.synthesis),
         h('h3', { text: t('reflect.insights', { n: rows.length }) }),
         rows.length ? h('ul', { class: 'insights' }, rows) : h('p', { class: 'muted', text: t('reflect.noInsights') }),
         h('div', { class: 'buttons' }, h('button', { type: 'button', class: 'primary', text: t('action.close'), onclick: () => close() })));
     }, { wide: true });
   }
+}
+
+function slotText(text) {
+  return text ? h('p', { class: 'slot', translate: 'no', text }) : h('p', { class: 'slot muted', text: t('common.none') });
 }
 
 function easeOutBack(x) {

@@ -4,7 +4,7 @@
 import { api, auth } from './api.js';
 import { clear, h, fill } from './dom.js';
 import { LANGUAGES, language, setLanguage, t } from './i18n.js';
-import { capabilities, emptyState, errorText } from './shared.js';
+import { capabilities, emptyState, errorNode } from './shared.js';
 import { setTheme, theme } from './theme.js';
 
 export function mount(container) {
@@ -33,17 +33,17 @@ async function loadServer(server, caps) {
   try {
     const [info, found] = await Promise.all([api('/info'), capabilities()]);
     server.append(table([
-      [t('settings.version'), info.version], [t('settings.space'), info.space],
+      [t('settings.version'), data(info.version)], [t('settings.space'), data(info.space)],
       [t('settings.auth'), info.auth === 'keys' ? t('settings.auth.keys') : t('settings.auth.none')],
       [t('settings.access'), info.read_only ? t('settings.readOnly') : t('settings.readWrite')],
-      [t('settings.store'), info.store || '—'],
+      [t('settings.store'), data(info.store || '—')],
     ]));
     if (auth.key) {
       server.append(h('button', { type: 'button', text: t('settings.forgetKey'), onclick: () => { auth.key = null; location.reload(); } }));
     }
     renderCapabilities(caps, found);
   } catch (error) {
-    emptyState(caps, errorText(error));
+    emptyState(caps, errorNode(error));
   }
 }
 
@@ -51,7 +51,7 @@ function renderCapabilities(el, c) {
   const model = c.default_model ? [c.default_model.name, c.default_model.provider, c.default_model.model].filter(Boolean).join(' · ') : t('settings.noModel');
   el.append(
     section(t('settings.models'),
-      h('p', {}, h('strong', { text: t('settings.defaultModel') + ' ' }), model),
+      h('p', {}, h('strong', { text: t('settings.defaultModel') + ' ' }), c.default_model ? data(model) : model),
       c.models.length ? grid([t('settings.col.name'), t('settings.col.provider'), t('settings.col.model')],
         c.models.map((m) => [m.name, m.provider, m.model])) : h('p', { class: 'muted', text: t('settings.noNamedModels') }),
       h('p', { class: 'muted', text: t('settings.keysNote') })),
@@ -62,7 +62,7 @@ function renderCapabilities(el, c) {
     section(t('settings.tools'),
       c.tools.length ? grid([t('settings.col.name'), t('settings.col.description')], c.tools.map((x) => [x.name, x.description]))
         : h('p', { class: 'muted', text: t('common.none') }),
-      h('p', {}, h('strong', { text: t('settings.builtins') + ' ' }), c.builtin_tools.join(', ') || t('common.none'))),
+      h('p', {}, h('strong', { text: t('settings.builtins') + ' ' }), c.builtin_tools.length ? data(c.builtin_tools.join(', ')) : t('common.none'))),
     section(t('settings.skills'), c.skills.length
       ? grid([t('settings.col.name'), t('settings.col.description')], c.skills.map((x) => [x.name, x.description]))
       : h('p', { class: 'muted', text: t('common.none') })),
@@ -75,15 +75,19 @@ function renderCapabilities(el, c) {
     ])));
 }
 
+function data(text) {
+  return h('span', { translate: 'no', text });
+}
+
 function section(title, ...content) {
   return h('section', { class: 'card' }, h('h2', { text: title }), ...content);
 }
 
 function table(rows) {
-  return h('table', { class: 'facts' }, rows.map(([k, v]) => h('tr', {}, h('th', { text: k }), h('td', { text: v }))));
+  return h('table', { class: 'facts' }, rows.map(([k, v]) => h('tr', {}, h('th', { text: k }), h('td', {}, v))));
 }
 
 function grid(head, rows) {
   return h('table', { class: 'grid' }, h('thead', {}, h('tr', {}, head.map((x) => h('th', { text: x })))),
-    h('tbody', {}, rows.map((r) => h('tr', {}, r.map((x) => h('td', { text: x }))))));
+    h('tbody', {}, rows.map((r) => h('tr', { translate: 'no' }, r.map((x) => h('td', { text: x }))))));
 }

@@ -21,14 +21,15 @@ export function go(hash) {
 
 export function toast(message, kind = 'info') {
   const area = document.getElementById('toasts');
-  const item = h('div', { class: `toast ${kind}`, role: kind === 'error' ? 'alert' : 'status', text: message });
+  const item = h('div', { class: `toast ${kind}`, role: kind === 'error' ? 'alert' : 'status' }, message);
   area.append(item);
   setTimeout(() => item.remove(), kind === 'error' ? 6000 : 3000);
 }
 
-export function errorText(error) {
-  if (error && error.code) return `${t('error.prefix')} ${error.code}: ${error.message}`;
-  return `${t('error.prefix')} ${error && error.message ? error.message : String(error)}`;
+// An error as DOM: the translated prefix, then the server's code and message (English data) untranslated.
+export function errorNode(error) {
+  const detail = error && error.code ? `${error.code}: ${error.message || error.detail || ''}` : String((error && (error.message || error.detail)) || error);
+  return h('span', {}, t('error.prefix'), ' ', h('span', { translate: 'no', text: detail }));
 }
 
 // A modal <dialog>; build(body, close) fills it; resolves with what close() was given.
@@ -97,7 +98,7 @@ export async function forkDialog(source, extra = {}) {
       try {
         close(await api(`/sessions/${sid(source.id)}/forks`, { method: 'POST', body: payload }));
       } catch (err) {
-        error.textContent = errorText(err);
+        fill(error, errorNode(err));
       }
     };
     const form = h('form', { onsubmit: submit },
@@ -116,5 +117,5 @@ export async function forkDialog(source, extra = {}) {
 }
 
 export function emptyState(el, text) {
-  fill(el, h('p', { class: 'empty', text }));
+  fill(el, h('p', { class: 'empty' }, text));
 }
