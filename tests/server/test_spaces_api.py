@@ -16,6 +16,7 @@ SESSION_ROUTES: list[tuple[str, str, dict[str, object] | None]] = [
     ("PUT", "/sessions/{id}/insight", {"content": "x"}),
     ("DELETE", "/sessions/{id}/insight", None),
     ("PUT", "/sessions/{id}/memory", {"content": "x"}),
+    ("PUT", "/sessions/{id}/system_prompt", {"content": "x"}),
     ("POST", "/sessions/{id}/consolidate", None),
     ("POST", "/sessions/{id}/turns", {"content": "hi"}),
     ("POST", "/sessions/{id}/turns/current/cancel", None),

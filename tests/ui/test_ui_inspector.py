@@ -1,0 +1,71 @@
+"""The inspector in a real browser: the context of a past call is exactly what the model received."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ui_support import ServerThread, open_ui, poll
+
+from stellate.llm.types import LLMRequest
+
+
+def test_the_inspector_shows_the_context_the_model_received(server: ServerThread, page: Any) -> None:
+    agent = server.agents["default"]
+    session = server.run(agent.create_session(label="Audited", system_prompt="You add numbers."))
+    server.run(agent.put_insight(session.id, "The user prefers short answers."))
+    first = len(server.llm.requests)
+    server.run(agent.turn(session.id, "hello there"))
+    server.run(agent.turn(session.id, "stream 2 + 3"))
+    received = server.llm.requests[first:]
+    assert len(received) == 3, "one call for the first turn, two (tool, then answer) for the second"
+
+    open_ui(page, server.url, f"#/inspect/{session.id}")
+    calls = page.get_by_label("Model call")
+    poll(lambda: calls.locator("option").count() == 3, what="the three calls")
+    for index, request in enumerate(received):
+        calls.select_option(index=index)
+        step = calls.input_value()
+        poll(lambda step=step: f"seq {step} " in page.locator(".context").inner_text(), what=f"call {index + 1}")
+        assert _shown(page) == _sent(request), f"call {index + 1}"
+    tools = {t.inner_text() for t in page.locator(".ctx-tools summary strong").all()}
+    assert tools == {tool.name for tool in received[-1].tools}
+
+    insight = page.locator(".context pre.slot").nth(1)
+    calls.select_option(index=0)
+    poll(lambda: "short answers" in insight.inner_text(), what="the insight the first call consumed")
+
+
+def test_the_raw_log_marks_inherited_events_and_filters_by_type(server: ServerThread, page: Any) -> None:
+    agent = server.agents["default"]
+    root = server.run(agent.create_session(label="Source"))
+    server.run(agent.turn(root.id, "one"))
+    child = server.run(agent.fork_session(root.id, label="Child", context="inherit"))
+    server.run(agent.turn(child.id, "two"))
+    open_ui(page, server.url, f"#/inspect/{child.id}")
+    rows = page.locator(".events-table tbody tr")
+    poll(lambda: rows.count() > 0, what="the log")
+    inherited = {r.get_attribute("data-seq") for r in page.locator(".events-table tr.inherited").all()}
+    detail = server.run(_detail(server, child.id))
+    assert inherited == {str(seq) for seq in range(detail)}, "exactly the events read from the source"
+    page.get_by_label("Type").select_option("user/message")
+    assert [r.get_attribute("data-type") for r in rows.all()] == ["user/message", "user/message"]
+    lineage = page.locator(".lineage")
+    assert "Source" in lineage.inner_text() and "forked at seq" in lineage.inner_text()
+
+
+async def _detail(server: ServerThread, session_id: str) -> int:
+    store = await server.agents["default"].store()
+    from stellate.store import SessionId
+
+    return (await store.get_session(SessionId(session_id))).inherited
+
+
+def _shown(page: Any) -> list[tuple[str, str]]:
+    return [
+        (m.get_attribute("data-role") or "", m.locator("pre.content").inner_text())
+        for m in page.locator(".ctx-messages > li").all()
+    ]
+
+
+def _sent(request: LLMRequest) -> list[tuple[str, str]]:
+    return [(m.role, m.content) for m in request.messages]
