@@ -203,6 +203,10 @@ class ChatPage {
     }
     this.streaming = null;
     this.setBusy(false);
+    // A failed or cancelled turn publishes no turn_finished: stop showing it as running here.
+    forest.running.delete(this.id);
+    forest.emit('running');
+    forest.refresh(0);
     await this.load();
     if (turn.problem) this.showProblem(turn.problem);
   }
