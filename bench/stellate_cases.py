@@ -210,7 +210,10 @@ async def b3(params: dict[str, Any]) -> dict[str, Any]:
         shutil.copyfile(base, copy)
         store = await SqliteStore.open(f"sqlite:///{copy}")
         runtime = SessionRuntime(llm=InstantLLM())
-        loaded, session = await atimed(lambda s=store, r=runtime: Session.load(s, SessionId(sid), r))
+        repair = bool(params.get("repair"))
+        loaded, session = await atimed(
+            lambda s=store, r=runtime, fix=repair: Session.load(s, SessionId(sid), r, repair=fix)
+        )
         derived, messages = await atimed(session.messages)
         assert len(messages) == 2 * turns + (3 if params.get("repair") else 0), len(messages)
         assert not session.history.cursor.turn_open

@@ -8,6 +8,7 @@ Every error carries a stable snake_case ``code``; messages may change, codes may
     ├── FormatError           data that is not stellate's: non-JSON data, unknown event type, corrupt JSONL
     ├── StoreError            persistence failures
     │   ├── ConflictError     a stale expected seq, a duplicate id, a lock held elsewhere
+    │   │   └── SessionBusyError   another writer holds the session's lease (or this writer lost it)
     │   ├── NotFoundError     no such session
     │   └── SchemaError       a database written by a newer stellate
     ├── ForkError             a fork that cannot be made (see ``ForkErrorCode``)
@@ -18,6 +19,7 @@ Every error carries a stable snake_case ``code``; messages may change, codes may
 
 from __future__ import annotations
 
+import time
 from typing import Any, Literal
 
 __all__ = [
@@ -32,6 +34,7 @@ __all__ = [
     "NotFoundError",
     "ProviderError",
     "SchemaError",
+    "SessionBusyError",
     "StellateError",
     "StoreError",
     "UsageError",
@@ -88,6 +91,26 @@ class ConflictError(StoreError):
     """Raised on a stale expected seq, a duplicate session id or a lock held by another writer."""
 
     code = "seq_conflict"
+
+
+class SessionBusyError(ConflictError):
+    """Raised when another live writer holds the session's lease (``session_busy``) or took over this one's.
+
+    Code ``lease_lost``: this writer's lease lapsed and was taken before it could write. Either way it is
+    retryable and nothing was written.
+
+    Attributes:
+        details: ``session_id``, ``holder`` (the owner of the live lease, when known) and ``expires_at``
+            (epoch ms at which that lease lapses unless its holder renews it).
+    """
+
+    code = "session_busy"
+
+    @property
+    def retry_after(self) -> float:
+        """Seconds after which a retry may find the session free (at least 0.1)."""
+        expires = self.details.get("expires_at")
+        return max(0.1, expires / 1000 - time.time()) if isinstance(expires, int) else 1.0
 
 
 class NotFoundError(StoreError):
@@ -153,6 +176,8 @@ ERROR_CODES: dict[str, str] = {
     "session_not_found": "no session has this id",
     "schema_too_new": "the database was written by a newer stellate; upgrade stellate",
     "store_locked": "the store file is locked by another process",
+    "session_busy": "another writer is running a turn on this session; wait for it or retry later",
+    "lease_lost": "this writer's lease expired and another writer took the session; nothing more was written",
     "source_not_found": "the fork source does not exist",
     "child_exists": "the requested child id is taken",
     "invalid_boundary": "the fork boundary is not a seq of the source",
@@ -180,7 +205,6 @@ ERROR_CODES: dict[str, str] = {
     "missing_extra": "an optional dependency is not installed; the message names the pip install",
     "store_not_found": "the database does not exist yet",
     "io_error": "a file could not be read or written",
-    "session_busy": "another writer is running a turn on this session; retry later",
     "turn_cancelled": "the turn was cancelled before it finished (it is recorded as aborted)",
     "validation_error": "the request does not match the API's schema",
     "not_found": "no such API route (or a space this server does not serve)",

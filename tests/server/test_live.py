@@ -195,7 +195,7 @@ async def test_shutdown_aborts_a_running_turn_cleanly(live: Live) -> None:
     async with httpx.AsyncClient(base_url=live.url, timeout=10) as http:
         sid = await new_session(http)
         turn = asyncio.create_task(http.post(f"/sessions/{sid}/turns", json={"content": "go"}))
-        while not (await http.get(f"/sessions/{sid}")).json()["running"]:
+        while not (await http.get(f"/sessions/{sid}")).json()["open_turn"]:
             await asyncio.sleep(0.01)
         live.server.should_exit = True
         with contextlib.suppress(httpx.HTTPError):

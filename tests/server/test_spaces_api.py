@@ -25,6 +25,7 @@ SESSION_ROUTES: list[tuple[str, str, dict[str, object] | None]] = [
     ("GET", "/sessions/{id}/events/stream", None),
     ("GET", "/sessions/{id}/transcript", None),
     ("GET", "/sessions/{id}/context", None),
+    ("GET", "/sessions/{id}/lineage", None),
 ]
 
 

@@ -10,6 +10,8 @@ from fastapi import FastAPI
 
 from stellate.errors import ProviderError
 from stellate.llm.scripted import Delay, Reply, ScriptedLLM, tool_call
+from stellate.llm.types import LLMRequest
+from stellate.store import BaseStore, SessionId
 
 
 async def new_session(client: httpx.AsyncClient, label: str = "s") -> str:
@@ -57,24 +59,32 @@ async def test_streamed_turn_has_every_round_and_tool_durations(client: httpx.As
 async def test_a_second_turn_on_a_busy_session_is_refused_with_retry_after(
     client: httpx.AsyncClient, llm: ScriptedLLM
 ) -> None:
-    llm.push(Delay(seconds=0.5, then="slow"))
+    gate = asyncio.Event()
+
+    async def held(request: LLMRequest) -> str:
+        await gate.wait()
+        return "slow"
+
+    llm.push(held)
     sid = await new_session(client)
     first = asyncio.create_task(client.post(f"/sessions/{sid}/turns", json={"content": "one"}))
     while not (await client.get(f"/sessions/{sid}")).json()["running"]:
         await asyncio.sleep(0.01)
+    assert (await client.get("/turns")).json() == {"session_ids": [sid]}
     busy = await client.post(f"/sessions/{sid}/turns", json={"content": "two"})
     assert busy.status_code == 409 and busy.json()["code"] == "session_busy"
     assert busy.headers["retry-after"] == "1"
-    waited = await client.post(f"/sessions/{sid}/turns", params={"wait": True}, json={"content": "three"})
+    waiting = asyncio.create_task(client.post(f"/sessions/{sid}/turns", params={"wait": True}, json={"content": "3"}))
+    gate.set()
     assert (await first).json()["content"] == "slow"
-    assert waited.json()["turn"] == 2
+    assert (await waiting).json()["turn"] == 2
 
 
 async def test_cancel_aborts_the_running_turn(client: httpx.AsyncClient, llm: ScriptedLLM) -> None:
     llm.push(Delay(seconds=30, then="never"))
     sid = await new_session(client)
     turn = asyncio.create_task(client.post(f"/sessions/{sid}/turns", json={"content": "long"}))
-    while not (await client.get(f"/sessions/{sid}")).json()["running"]:
+    while not (await client.get(f"/sessions/{sid}")).json()["open_turn"]:  # the turn is in the log
         await asyncio.sleep(0.01)
     assert (await client.post(f"/sessions/{sid}/turns/current/cancel")).json() == {"cancelled": True}
     response = await turn
@@ -146,6 +156,8 @@ async def test_events_page_with_after_and_limit(client: httpx.AsyncClient) -> No
     await client.post(f"/sessions/{sid}/turns", json={"content": "hi"})
     page = (await client.get(f"/sessions/{sid}/events", params={"after": 2, "limit": 2})).json()
     assert [e["seq"] for e in page["events"]] == [3, 4] and page["next_seq"] == 7
+    typed = (await client.get(f"/sessions/{sid}/events", params={"types": "turn/start,turn/end"})).json()
+    assert [e["type"] for e in typed["events"]] == ["turn/start", "turn/end"]
     bad = await client.get(f"/sessions/{sid}/events", params={"after": "x"})
     assert bad.status_code == 422
 
@@ -156,3 +168,38 @@ async def test_capabilities_and_info(client: httpx.AsyncClient, app: FastAPI) ->
     info = (await client.get("/info")).json()
     assert info["space"] == "default" and info["auth"] == "none"
     assert (await client.get("/health")).json() == {"status": "ok"}
+
+
+async def test_a_session_held_by_another_writer_is_busy_at_once(client: httpx.AsyncClient, store: BaseStore) -> None:
+    sid = await new_session(client)
+    lease, _ = await store.acquire_lease(SessionId(sid), owner="another-process", ttl=30)
+    try:
+        busy = await client.post(f"/sessions/{sid}/turns", json={"content": "hi"})
+        assert busy.status_code == 409 and busy.json()["code"] == "session_busy"
+        assert busy.headers["retry-after"] == "1" and busy.json()["details"]["holder"] == "another-process"
+    finally:
+        await store.release_lease(SessionId(sid), lease)
+    assert (await client.post(f"/sessions/{sid}/turns", json={"content": "hi"})).json()["turn"] == 1
+
+
+async def test_a_fork_anchored_in_the_running_turn_is_unavailable(client: httpx.AsyncClient, llm: ScriptedLLM) -> None:
+    gate = asyncio.Event()
+
+    async def held(request: LLMRequest) -> str:
+        await gate.wait()
+        return "late"
+
+    sid = await new_session(client)
+    await client.post(f"/sessions/{sid}/turns", json={"content": "one"})
+    llm.push(held)
+    turn = asyncio.create_task(client.post(f"/sessions/{sid}/turns", json={"content": "two"}))
+    while not (await client.get(f"/sessions/{sid}")).json()["open_turn"]:
+        await asyncio.sleep(0.01)
+    inside = await client.post(f"/sessions/{sid}/forks", json={"label": "x", "at_seq": 8})
+    assert inside.status_code == 409 and inside.json()["code"] == "fork_unavailable"
+    busy = await client.post(f"/sessions/{sid}/forks", json={"label": "y", "at_seq": 3})
+    assert busy.status_code == 409 and busy.json()["code"] == "session_busy" and busy.headers["retry-after"]
+    waiting = asyncio.create_task(client.post(f"/sessions/{sid}/forks?wait=true", json={"label": "y", "at_seq": 3}))
+    gate.set()
+    assert (await turn).json()["content"] == "late"
+    assert (await client.get(f"/sessions/{(await waiting).json()['id']}")).json()["fork_seq"] == 6

@@ -1,4 +1,8 @@
-"""A process killed with SIGKILL in the middle of a turn loses nothing committed; the next open repairs."""
+"""A process killed with SIGKILL in the middle of a turn loses nothing committed.
+
+Opening the session afterwards only reads it; the next writer waits for the dead writer's lease to lapse,
+then repairs the turn and goes on.
+"""
 
 from __future__ import annotations
 
@@ -32,7 +36,8 @@ WRITER = textwrap.dedent(
         call = tool_call("slow", {}, id="call-1")
         second = Reply(tool_calls=[call]) if hang_in_tool else Delay(seconds=60, then="never")
         steps = ["warm-up reply", second]
-        session = await Session.create(store, SessionRuntime(llm=ScriptedLLM(steps)), session_id="victim")
+        runtime = SessionRuntime(llm=ScriptedLLM(steps), lease_ttl=1.0)
+        session = await Session.create(store, runtime, session_id="victim")
         await session.send("first question")
         async with session.turn("second question") as turn:
             result = await turn.step()
@@ -65,7 +70,7 @@ async def wait_for_open_turn(path: Path, proc: subprocess.Popen[bytes]) -> None:
 
 
 @pytest.mark.parametrize("where", ["model", "tool"])
-async def test_sigkill_mid_turn_is_repaired_on_next_open(tmp_path: Path, where: str) -> None:
+async def test_sigkill_mid_turn_is_repaired_by_the_next_writer(tmp_path: Path, where: str) -> None:
     if sys.platform == "win32":  # pragma: no cover - POSIX signals
         pytest.skip("needs SIGKILL")
     path = tmp_path / "crash.db"
@@ -85,14 +90,18 @@ async def test_sigkill_mid_turn_is_repaired_on_next_open(tmp_path: Path, where: 
         before = await store.read_events(SessionId("victim"))
         llm = ScriptedLLM(["after the crash"])
         session = await Session.load(store, SessionId("victim"), SessionRuntime(llm=llm))
+        assert await store.read_events(SessionId("victim")) == before, "opening to read never writes"
+        assert session.history.cursor.turn_open
+        await session.send("third question")  # waits for the dead writer's lease to lapse, then repairs
         after = await store.read_events(SessionId("victim"))
         assert after[: len(before)] == before, "repair never rewrites committed events"
-        assert after[-1].type == "turn/end" and after[-1].data["reason"] == "interrupted"
+        closers = after[len(before) :]
+        end = next(e for e in closers if e.type == "turn/end")
+        assert end.data == {"turn": 2, "reason": "interrupted"}
         check_log(after)
         if where == "tool":
             result = [e for e in after if e.type == "tool/result"][0]
             assert result.data["interrupted"] == "outcome_unknown"
-        await session.send("third question")
         messages = derive_transcript(await store.read_events(SessionId("victim"))).messages
         check_messages_pairing([message_to_json(m) for m in messages])
         assert [m.content for m in llm.requests[0].messages if m.role == "user"][0] == "first question"

@@ -323,7 +323,7 @@ async def test_fork_from_inside_an_open_turn_inherits_completed_turns(store: Bas
     assert [m.content for m in await child.messages()] == ["done turn", "ok"]
 
 
-async def test_process_killed_mid_send_is_repaired_on_load(store: BaseStore) -> None:
+async def test_turn_left_by_a_dead_writer_is_repaired_by_the_next_turn(store: BaseStore) -> None:
     session = await Session.create(store, runtime(ScriptedLLM()))
     call = {"id": "c1", "name": "search", "arguments": "{}"}
     await store.append(
@@ -338,9 +338,10 @@ async def test_process_killed_mid_send_is_repaired_on_load(store: BaseStore) -> 
     )
     llm = ScriptedLLM(["recovered"])
     reopened = await Session.load(store, session.id, runtime(llm))
-    end = (await store.read_events(session.id, types=["turn/end"]))[-1]
+    assert await store.read_events(session.id, types=["turn/end"]) == [], "opening only reads"
+    await reopened.send("again")  # no lease covers the open turn: its writer is gone, the turn repairs it
+    end = (await store.read_events(session.id, types=["turn/end"]))[0]
     assert end.data["reason"] == "interrupted"
-    await reopened.send("again")
     roles = [m.role for m in llm.requests[0].messages]
     assert roles == ["user", "assistant", "tool", "user"]
     assert derive_transcript(await store.read_events(session.id)).messages[2].is_error  # type: ignore[union-attr]

@@ -9,6 +9,7 @@ consolidation runs beside the turns (it only appends a memory event) and reports
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
@@ -44,6 +45,7 @@ from stellate.session.prompts import default_compress_fn, default_consolidate_fn
 from stellate.session.session import Session
 from stellate.session.types import Durability, Language, SessionRuntime
 from stellate.store import BaseStore, SessionId, SessionRecord, open_store
+from stellate.store.base import DEFAULT_LEASE_TTL, lease_owner
 
 __all__ = ["Agent"]
 
@@ -72,6 +74,10 @@ class Agent:
         max_rounds: Model calls allowed per turn.
         language: Language of built-in texts (``en`` or ``zh``).
         durability: ``step`` (store the user message before each model call) or ``turn`` (one write per turn).
+        busy_timeout: Seconds a turn (or archive) waits while another writer — another process or agent on
+            the same store — runs a turn on the session, before `SessionBusyError`; 0 fails at once.
+        lease_ttl: Seconds a session's lease lasts unless renewed (every third of it while a turn runs): how
+            long a session stays blocked after its writer died mid-turn.
     """
 
     def __init__(
@@ -92,12 +98,16 @@ class Agent:
         max_rounds: int = DEFAULT_MAX_ROUNDS,
         language: Language = "en",
         durability: Durability = "step",
+        busy_timeout: float = 30.0,
+        lease_ttl: float = DEFAULT_LEASE_TTL,
     ) -> None:
         unknown = set(builtin_tools) - set(BUILTIN_TOOLS)
         if unknown:
             raise UsageError(f"unknown built-in tool(s) {sorted(unknown)}; choose from {list(BUILTIN_TOOLS)}")
         if consolidate_every is not None and consolidate_every < 1:
             raise UsageError("consolidate_every must be a positive number of turns")
+        if busy_timeout < 0 or lease_ttl <= 0:
+            raise UsageError("busy_timeout must be >= 0 seconds and lease_ttl > 0 seconds")
         self._store_or_url = store
         self._store: BaseStore | None = store if isinstance(store, BaseStore) else None
         base = defaults or SessionConfig()
@@ -123,6 +133,10 @@ class Agent:
         self.max_rounds = max_rounds
         self.language: Language = language
         self.durability: Durability = durability
+        self.busy_timeout = busy_timeout
+        self.lease_ttl = lease_ttl
+        self.owner = lease_owner(f"agent-{uuid.uuid4().hex[:8]}")
+        """Names this agent in the leases it takes (host, process id and a per-agent id)."""
         self.events = EventBus()
         self._locks = SessionLocks()
         self._consolidating: dict[str, asyncio.Lock] = {}
@@ -272,37 +286,77 @@ class Agent:
         except NotFoundError as exc:
             raise ForkError(f"fork source {source_id!r} does not exist", code="source_not_found") from exc
 
-    async def archive_session(self, session_id: str) -> None:
-        """Make a session read-only (consolidating its memory first when configured); archiving twice is harmless."""
+    async def archive_session(self, session_id: str, *, busy_timeout: float | None = None) -> None:
+        """Make a session read-only (consolidating its memory first when configured); archiving twice is harmless.
+
+        A turn running on the session elsewhere is waited for, up to ``busy_timeout`` seconds (the agent's
+        by default), then `SessionBusyError`.
+        """
         async with self._locks.hold(session_id):
-            session = await self._session(session_id)
-            if session.is_archived:
-                return
-            if self.consolidate_on_archive and self._has_unconsolidated_turns(session):
-                await self._consolidate_reporting(session)
-            await session.archive()
+            session = await self._session(session_id, fresh=False)
+            async with session.hold(wait=self.busy_timeout if busy_timeout is None else busy_timeout):
+                if session.is_archived:
+                    return
+                if self.consolidate_on_archive and self._has_unconsolidated_turns(session):
+                    await self._consolidate_reporting(session)
+                await session.archive()
         await self.events.publish(SessionArchived(session_id=session_id))
 
     # -- turns -----------------------------------------------------------------------------------
 
-    async def turn(self, session_id: str, content: str) -> TurnResult:
-        """Run one turn (the model, and the tools it calls, until it answers) and return its result."""
+    async def turn(self, session_id: str, content: str, *, busy_timeout: float | None = None) -> TurnResult:
+        """Run one turn (the model, and the tools it calls, until it answers) and return its result.
+
+        Args:
+            session_id: The session.
+            content: The user's message.
+            busy_timeout: Seconds to wait while another writer (another process, or another agent) runs a
+                turn on this session; the agent's ``busy_timeout`` when None, 0 to fail at once.
+
+        Raises:
+            SessionBusyError: the session was still busy after ``busy_timeout`` (retryable).
+        """
         result: TurnResult | None = None
-        async for event in self.stream(session_id, content):
+        async for event in self.stream(session_id, content, busy_timeout=busy_timeout):
             if isinstance(event, TurnFinished):
                 result = event.result
         assert result is not None  # a turn always ends with TurnFinished or raises
         return result
 
-    async def stream(self, session_id: str, content: str) -> AsyncIterator[TurnEvent]:
-        """Run one turn, yielding its events as they happen; the last one is `TurnFinished`."""
-        async with self._locks.hold(session_id):
-            session = await self._session(session_id)
-            runner = TurnRunner(session, self._tools_for(session), agent=self, max_rounds=self.max_rounds)
-            async for event in runner.run(content):
-                await self.events.publish(event)
+    async def stream(
+        self, session_id: str, content: str, *, busy_timeout: float | None = None
+    ) -> AsyncIterator[TurnEvent]:
+        """Run one turn, yielding its events as they happen; the last one is `TurnFinished`.
+
+        The turn runs in a task of its own: closing the iterator early (``break``, an exception, or
+        ``aclose()``) aborts it cleanly (``turn/end {aborted}``) and frees the session. Arguments and errors
+        are those of `turn`.
+        """
+        queue: asyncio.Queue[TurnEvent | None] = asyncio.Queue()
+        runner = asyncio.get_running_loop().create_task(self._run_turn(session_id, content, busy_timeout, queue))
+        try:
+            while (event := await queue.get()) is not None:
                 yield event
-        self._schedule_consolidation(session)
+            await runner  # raises what ended the turn, if anything
+        finally:
+            if not runner.done():
+                runner.cancel()
+                await asyncio.wait([runner])
+
+    async def _run_turn(
+        self, session_id: str, content: str, busy_timeout: float | None, queue: asyncio.Queue[TurnEvent | None]
+    ) -> None:
+        try:
+            async with self._locks.hold(session_id):
+                session = await self._session(session_id, fresh=False)
+                async with session.hold(wait=self.busy_timeout if busy_timeout is None else busy_timeout):
+                    runner = TurnRunner(session, self._tools_for(session), agent=self, max_rounds=self.max_rounds)
+                    async for event in runner.run(content):
+                        await self.events.publish(event)
+                        queue.put_nowait(event)
+            self._schedule_consolidation(session)
+        finally:
+            queue.put_nowait(None)
 
     def _tools_for(self, session: Session) -> ToolRegistry:
         return self.registries.session_tools(self._config_of(session), self._fork_from_tool)
@@ -443,11 +497,16 @@ class Agent:
 
     # -- sessions and their runtimes -------------------------------------------------------------
 
-    async def _session(self, session_id: str) -> Session:
+    async def _session(self, session_id: str, *, fresh: bool = True) -> Session:
+        """The session, from the cache when it is there.
+
+        A cached session is caught up with the store unless ``fresh`` is False (taking its lease does it anyway).
+        """
         cached = self._sessions.get(session_id)
         if cached is not None:
             self._sessions.move_to_end(session_id)
-            await cached.refresh()
+            if fresh and cached.lease is None:
+                await cached.refresh()
             return cached
         store = await self.store()
         record = await store.get_session(SessionId(session_id))
@@ -464,8 +523,11 @@ class Agent:
         # Bounded: a dropped session is simply reloaded from the store on its next use.
         self._sessions[session.id] = session
         self._sessions.move_to_end(session.id)
-        while len(self._sessions) > SESSION_CACHE_SIZE:
-            self._sessions.popitem(last=False)
+        if len(self._sessions) > SESSION_CACHE_SIZE:
+            # A session whose lease this agent holds (a turn runs) stays: its turn and tools share the object.
+            idle = [sid for sid, cached in self._sessions.items() if cached.lease is None]
+            for sid in idle[: len(self._sessions) - SESSION_CACHE_SIZE]:
+                del self._sessions[sid]
         if config is not None:
             self._live[session.id] = config
 
@@ -482,6 +544,9 @@ class Agent:
             consolidate_fn=config.consolidate_fn or default_consolidate_fn(llm, self.language),
             language=self.language,
             durability=self.durability,
+            lease_owner=self.owner,
+            lease_ttl=self.lease_ttl,
+            busy_timeout=self.busy_timeout,
         )
 
 

@@ -23,6 +23,7 @@ from stellate.store.sqlite import SqliteStore, sqlite_path
 __all__ = ["Database", "open_database"]
 
 _DEFAULT_LOCK_TIMEOUT = 5.0
+_DEFAULT_BUSY_TIMEOUT = 30.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -33,16 +34,17 @@ class Database:
     """As given: a path, or a URL such as ``postgresql://...``."""
     lock_timeout: float = _DEFAULT_LOCK_TIMEOUT
     """Seconds to wait for another process's write lock before giving up with ``store_locked``."""
+    busy_timeout: float = _DEFAULT_BUSY_TIMEOUT
+    """Seconds to wait for another writer's turn on a session before giving up with ``session_busy``."""
 
     @classmethod
     def from_env(cls, location: str, env: Mapping[str, str]) -> Database:
-        """A database whose lock timeout comes from ``$STELLATE_LOCK_TIMEOUT`` (seconds)."""
-        raw = env.get("STELLATE_LOCK_TIMEOUT")
-        try:
-            timeout = float(raw) if raw else _DEFAULT_LOCK_TIMEOUT
-        except ValueError as exc:
-            raise UsageError(f"STELLATE_LOCK_TIMEOUT must be seconds, not {raw!r}", code="config_invalid") from exc
-        return cls(location=location, lock_timeout=timeout)
+        """A database whose timeouts come from ``$STELLATE_LOCK_TIMEOUT`` and ``$STELLATE_BUSY_TIMEOUT`` (seconds)."""
+        return cls(
+            location=location,
+            lock_timeout=_seconds(env, "STELLATE_LOCK_TIMEOUT", _DEFAULT_LOCK_TIMEOUT),
+            busy_timeout=_seconds(env, "STELLATE_BUSY_TIMEOUT", _DEFAULT_BUSY_TIMEOUT),
+        )
 
     @property
     def path(self) -> Path | None:
@@ -135,3 +137,14 @@ async def _open(database: Database, *, create: bool, migrate: bool) -> BaseStore
         )
     timeout_ms = int(database.lock_timeout * 1000)
     return await SqliteStore.open(database.url, migrate=migrate or is_new, busy_timeout_ms=timeout_ms)
+
+
+def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+    raw = env.get(name)
+    try:
+        value = float(raw) if raw else default
+    except ValueError as exc:
+        raise UsageError(f"{name} must be seconds, not {raw!r}", code="config_invalid") from exc
+    if value < 0:
+        raise UsageError(f"{name} must be 0 or more seconds, not {raw!r}", code="config_invalid")
+    return value

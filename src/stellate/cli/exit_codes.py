@@ -73,8 +73,10 @@ EXIT_STATUS: dict[str, int] = {
     # 6: someone else is writing; retry.
     "seq_conflict": 6,
     "store_locked": 6,
-    "session_busy": 6,
     "turn_cancelled": 6,
+    # 75 (sysexits EX_TEMPFAIL): another writer holds the session; retry later.
+    "session_busy": 75,
+    "lease_lost": 75,
     # 7: the database schema does not match this stellate.
     "schema_too_new": 7,
     "schema_behind": 7,

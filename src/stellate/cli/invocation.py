@@ -78,6 +78,7 @@ class Invocation:
             profiles=fork_profiles(self.config()),
             builtin_tools=builtin_tools,
             consolidate_on_archive=configured,
+            busy_timeout=self.database().busy_timeout,
         )
 
     @contextlib.asynccontextmanager

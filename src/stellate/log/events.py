@@ -20,6 +20,7 @@ from stellate.errors import FormatError
 
 __all__ = [
     "EVENT_TYPES",
+    "FREE_STANDING_TYPES",
     "SURFACE_TYPES",
     "TURN_MARKERS",
     "Event",
@@ -181,6 +182,11 @@ EVENT_TYPES: Final[Mapping[str, type[_Data]]] = {
 #: Events that put something in front of the model.
 SURFACE_TYPES: Final = frozenset({"user/message", "assistant/message", "tool/result", "context/imported"})
 TURN_MARKERS: Final = ("turn/start", "turn/end")
+#: Slot events that may stand anywhere in a log, inside another writer's turn too: a store accepts them from
+#: any writer, where every other event needs the session's lease while someone holds it.
+FREE_STANDING_TYPES: Final = frozenset(
+    {"system_prompt/set", "memory/put", "insight/put", "insight/cleared", "label/set", "session/forked"}
+)
 
 
 def validate_event(event: NewEvent | Event) -> str:

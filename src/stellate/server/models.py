@@ -21,10 +21,13 @@ __all__ = [
     "Health",
     "Info",
     "LabelBody",
+    "Lineage",
+    "LineageEntry",
     "MemoryOut",
     "MessageOut",
     "ReflectBody",
     "ReflectionOut",
+    "RunningTurns",
     "SessionDetail",
     "SessionDigest",
     "SessionPage",
@@ -208,6 +211,34 @@ class CallContext(BaseModel):
     """Tools offered (the session's tools as configured now)."""
 
 
+class LineageEntry(BaseModel):
+    """One session on a line of descent."""
+
+    id: str
+    label: str
+    status: str
+    parent_id: str | None
+    source_id: str | None
+    fork_seq: int | None
+    """Seq of the source this session was forked at (None: it inherited no events)."""
+
+
+class Lineage(BaseModel):
+    """Where a session comes from and what grew out of it."""
+
+    session: LineageEntry
+    ancestors: list[LineageEntry]
+    """Topology ancestors, parent first, root last."""
+    descendants: TopologyNode
+    """The session's subtree."""
+
+
+class RunningTurns(BaseModel):
+    """Sessions of the space running a turn on this server now."""
+
+    session_ids: list[str]
+
+
 class MemoryOut(BaseModel):
     """A session's memory after consolidation."""
 
@@ -243,6 +274,8 @@ class Capabilities(BaseModel):
     default_model: dict[str, Any] | None
     consolidate_every: int | None
     consolidate_on_archive: bool
+    split_guard: dict[str, int] | None
+    """``min_turns`` and ``cooldown_turns`` when forks are guarded."""
     reflector: bool
     max_rounds: int
 

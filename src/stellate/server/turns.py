@@ -17,7 +17,7 @@ from typing import Any
 
 from stellate.agent import Agent
 from stellate.engine.events import ToolCallFinished, ToolCallStarted, TurnEvent, TurnFinished, TurnResult
-from stellate.errors import ConflictError, StellateError
+from stellate.errors import ConflictError
 
 __all__ = ["LiveTurn", "TurnManager", "event_data"]
 
@@ -45,10 +45,10 @@ class LiveTurn:
         """Whether the turn has ended (completed, failed or aborted)."""
         return self.task is not None and self.task.done()
 
-    async def run(self, agent: Agent, content: str) -> None:
+    async def run(self, agent: Agent, content: str, busy_timeout: float | None) -> None:
         """Drive the turn to its end, recording every event."""
         try:
-            async for event in agent.stream(self.session_id, content):
+            async for event in agent.stream(self.session_id, content, busy_timeout=busy_timeout):
                 await self._record(event)
         except asyncio.CancelledError:
             self.error = asyncio.CancelledError()
@@ -117,8 +117,12 @@ class TurnManager:
     async def start(self, space: str, agent: Agent, session_id: str, content: str, *, wait: bool = False) -> LiveTurn:
         """Start a turn in its own task.
 
+        Without ``wait``, a session busy in this process is refused at once, and one busy in another process
+        (its lease is held) fails the turn with ``session_busy`` at once too; with ``wait`` both are waited
+        for (the other process for up to the agent's ``busy_timeout``).
+
         Raises:
-            ConflictError: ``session_busy`` when the session already runs a turn (unless ``wait``).
+            ConflictError: ``session_busy`` when the session already runs a turn here (unless ``wait``).
             NotFoundError: unknown session (checked before the task starts).
         """
         await agent.get_session_digest(session_id)
@@ -136,7 +140,7 @@ class TurnManager:
                 await asyncio.shield(running.task)
             running = self.current(space, session_id)
         live = LiveTurn(session_id)
-        live.task = asyncio.get_running_loop().create_task(live.run(agent, content))
+        live.task = asyncio.get_running_loop().create_task(live.run(agent, content, None if wait else 0.0))
         self._turns[(space, session_id)] = live
         live.task.add_done_callback(lambda _: self._forget(space, session_id, live))
         return live
@@ -153,9 +157,9 @@ class TurnManager:
         live.task.cancel()
         return True
 
-    def running(self) -> list[LiveTurn]:
-        """Every turn still running."""
-        return [live for live in self._turns.values() if not live.done]
+    def running(self, space: str | None = None) -> list[LiveTurn]:
+        """Every turn still running (of ``space`` only, if given)."""
+        return [live for (where, _), live in self._turns.items() if not live.done and space in (None, where)]
 
     async def shutdown(self, grace: float) -> None:
         """Let running turns finish for ``grace`` seconds, then abort the rest (each records its end)."""
@@ -166,8 +170,3 @@ class TurnManager:
         for task in pending:
             task.cancel()
         await asyncio.gather(*pending, return_exceptions=True)
-
-
-def is_stellate_error(error: BaseException | None) -> bool:
-    """Whether a turn's error is one of stellate's (reported with its code) rather than a bug."""
-    return isinstance(error, StellateError)

@@ -8,11 +8,21 @@ transactions (one with ``durability="turn"``), whatever the length of the histor
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import inspect
+import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from stellate.errors import ArchivedError, ConflictError, ForkError, NotFoundError, UsageError
+from stellate.errors import (
+    ArchivedError,
+    ConflictError,
+    ForkError,
+    NotFoundError,
+    SessionBusyError,
+    StellateError,
+    UsageError,
+)
 from stellate.llm.tokens import default_token_counter
 from stellate.llm.types import TokenCounter
 from stellate.log.events import Event, NewEvent, make_event
@@ -32,9 +42,11 @@ from stellate.session.types import (
     SessionStreamEvent,
 )
 from stellate.store.base import BaseStore
-from stellate.store.types import Anchor, Boundary, CompletedTurn, ForkRequest, SessionId, SessionRecord
+from stellate.store.types import Anchor, Boundary, CompletedTurn, ForkRequest, Lease, SessionId, SessionRecord
 
 __all__ = ["Session"]
+
+_log = logging.getLogger(__name__)
 
 _NO_TOOLS_TEXT = "No tools are available in a plain send(); this call was not run."
 
@@ -52,6 +64,7 @@ class Session:
         self._pending: list[NewEvent] = []
         self._flush_lock = asyncio.Lock()
         self._calibration = 0
+        self._lease: Lease | None = None
 
     # -- opening ---------------------------------------------------------------------------------
 
@@ -74,14 +87,19 @@ class Session:
 
     @classmethod
     async def load(
-        cls, store: BaseStore, session_id: SessionId, runtime: SessionRuntime, *, repair: bool = True
+        cls, store: BaseStore, session_id: SessionId, runtime: SessionRuntime, *, repair: bool = False
     ) -> Session:
-        """Open an existing session; with ``repair`` a turn left open by a dead process is closed first."""
-        record = await store.get_session(session_id)
-        if repair and record.cursor.turn_open:
-            await store.repair(session_id)
-            record = await store.get_session(session_id)
-        return await cls._open(store, record, runtime)
+        """Open an existing session. Opening only reads: a turn open in the log is shown as it stands.
+
+        A turn left open by a dead writer is repaired by the next writer, when it takes the session's lease
+        (see `hold`); ``repair=True`` does that now, and leaves a turn that a live writer runs alone.
+        """
+        session = await cls._open(store, await store.get_session(session_id), runtime)
+        if repair and session.history.cursor.turn_open:
+            with contextlib.suppress(SessionBusyError):
+                async with session.hold(wait=0):
+                    pass
+        return session
 
     @classmethod
     async def _open(
@@ -105,6 +123,79 @@ class Session:
         record = await self.store.get_session(self.id)
         if record.next_seq > self.history.next_seq and not self._pending:
             self.history.absorb(await self.store.read_events(self.id, start=self.history.next_seq))
+
+    # -- the lease: one writer per session, across processes --------------------------------------
+
+    @property
+    def lease(self) -> Lease | None:
+        """The session's lease while this object holds it (inside `hold`), else None."""
+        return self._lease
+
+    @contextlib.asynccontextmanager
+    async def hold(self, *, wait: float | None = None) -> AsyncIterator[Session]:
+        """Be the session's only writer until the block ends, whatever other processes share the store.
+
+        Takes the session's lease in the store (waiting up to ``wait`` seconds, the runtime's
+        ``busy_timeout`` by default, for another writer's turn to end), renews it while the block runs and
+        releases it at the end. On entry the in-memory log catches up with the store, and a turn that a dead
+        writer left open (its lease lapsed) is repaired. Re-entering while held does nothing more. A turn
+        takes the lease itself; hold it around several operations to take it once.
+
+        Raises:
+            SessionBusyError: another writer still holds the session after ``wait`` seconds.
+        """
+        if self._lease is not None:
+            yield self
+            return
+        runtime = self.runtime
+        timeout = runtime.busy_timeout if wait is None else wait
+        lease, record = await self.store.acquire_lease(
+            self.id, owner=runtime.lease_owner, ttl=runtime.lease_ttl, wait=timeout
+        )
+        self._lease = lease
+        heartbeat = asyncio.get_running_loop().create_task(self._keep_lease(lease.token), name=f"lease {self.id}")
+        try:
+            await self._catch_up(record)
+            yield self
+        finally:
+            heartbeat.cancel()
+            held, self._lease = self._lease, None
+            if held is not None:
+                await asyncio.shield(self._release(held))
+
+    async def _catch_up(self, record: SessionRecord) -> None:
+        """Under a fresh lease: repair a dead writer's open turn, then read what others appended meanwhile."""
+        if record.cursor.turn_open:  # nobody else holds the lease, so whoever opened this turn is gone
+            await self.store.repair(self.id, lease=self._lease)
+            record = await self.store.get_session(self.id)
+        if record.next_seq < self.history.next_seq or self._pending:
+            await self._reload()
+        elif record.next_seq > self.history.next_seq:
+            self.history.absorb(await self.store.read_events(self.id, start=self.history.next_seq))
+
+    async def _keep_lease(self, token: str) -> None:
+        ttl = self.runtime.lease_ttl
+        while True:
+            await asyncio.sleep(ttl / 3)
+            lease = self._lease
+            if lease is None or lease.token != token:
+                return
+            try:
+                renewed = await self.store.renew_lease(self.id, lease, ttl=ttl)
+            except SessionBusyError:
+                _log.warning("session %s: lease lost; this writer's next write will be refused", self.id)
+                return
+            except StellateError as exc:  # a passing store failure: the lease outlives two more beats
+                _log.warning("session %s: lease renewal failed (%s); retrying", self.id, exc)
+                continue
+            if self._lease is not None and self._lease.token == token:
+                self._lease = renewed
+
+    async def _release(self, lease: Lease) -> None:
+        try:
+            await self.store.release_lease(self.id, lease)
+        except StellateError as exc:  # it lapses by itself: only the next writer's wait gets longer
+            _log.warning("session %s: lease release failed (%s); it lapses at %d", self.id, exc, lease.expires_at)
 
     # -- identity and slots ----------------------------------------------------------------------
 
@@ -169,9 +260,14 @@ class Session:
         await self._write([make_event("insight/cleared")])
 
     async def archive(self) -> None:
-        """Make the session read-only; archiving twice is harmless."""
-        if not self.is_archived:
-            await self._write([make_event("session/archived")], check_writable=False)
+        """Make the session read-only; archiving twice is harmless. Waits for a running turn to end.
+
+        Raises:
+            SessionBusyError: another writer's turn still runs after the runtime's ``busy_timeout``.
+        """
+        async with self.hold():
+            if not self.is_archived:
+                await self._write([make_event("session/archived")], check_writable=False)
 
     # -- conversation ----------------------------------------------------------------------------
 
@@ -350,7 +446,10 @@ class Session:
             batch, self._pending = self._pending, []
             first = self.history.next_seq - len(batch)
             try:
-                await self.store.append(self.id, batch, expected_seq=first)
+                await self.store.append(self.id, batch, expected_seq=first, lease=self._lease)
+            except SessionBusyError:
+                await self._reload()
+                raise
             except ConflictError:
                 await self._rebase(batch)
             except BaseException:
@@ -358,11 +457,15 @@ class Session:
                 raise
 
     async def _rebase(self, batch: list[NewEvent]) -> None:
+        """Replay a refused batch after events another writer added.
+
+        Only free-standing slot events can land inside a turn this session holds, so the batch still fits.
+        """
         await self._reload()
         self._stage(batch)
         self._pending = []
         try:
-            await self.store.append(self.id, batch, expected_seq=self.history.next_seq - len(batch))
+            await self.store.append(self.id, batch, expected_seq=self.history.next_seq - len(batch), lease=self._lease)
         except BaseException:
             await self._reload()
             raise

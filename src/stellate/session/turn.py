@@ -8,6 +8,7 @@ error results, the step is closed, and ``turn/end`` records why.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
@@ -38,6 +39,7 @@ class Turn:
         self._content = content
         self._partial: list[str] = []
         self._ended = False
+        self._lease = contextlib.AsyncExitStack()
         self.number = 0
         """Turn number, set when the turn opens."""
 
@@ -52,25 +54,37 @@ class Turn:
         session = self._session
         session._check_writable()
         self._check_fits()
-        if session.history.cursor.turn_open:
-            raise UsageError(f"session {session.id} already has turn {session.history.cursor.last_turn} open")
-        self.number = session.history.cursor.last_turn + 1
-        session._stage(
-            [make_event("turn/start", {"turn": self.number}), make_event("user/message", {"content": self._content})]
-        )
+        await self._lease.enter_async_context(session.hold())  # the session's only writer from here on
+        try:
+            session._check_writable()
+            if session.history.cursor.turn_open:
+                raise UsageError(f"session {session.id} already has turn {session.history.cursor.last_turn} open")
+            self.number = session.history.cursor.last_turn + 1
+            session._stage(
+                [
+                    make_event("turn/start", {"turn": self.number}),
+                    make_event("user/message", {"content": self._content}),
+                ]
+            )
+        except BaseException:
+            await self._lease.aclose()
+            raise
         return self
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        if self._ended:
-            return
-        if exc is None:
-            await self.end("completed")
-        elif isinstance(exc, asyncio.CancelledError | GeneratorExit):
-            await asyncio.shield(self._close("aborted", None))
-        else:
-            await asyncio.shield(self._close("error", exc))
+        try:
+            if self._ended:
+                return
+            if exc is None:
+                await self.end("completed")
+            elif isinstance(exc, asyncio.CancelledError | GeneratorExit):
+                await asyncio.shield(self._close("aborted", None))
+            else:
+                await asyncio.shield(self._close("error", exc))
+        finally:
+            await self._lease.aclose()
 
     def _check_fits(self) -> None:
         session = self._session

@@ -8,6 +8,7 @@ from typing import Literal, TypeAlias
 
 from stellate.llm.types import LLMAdapter, StopReason, StreamEvent, TokenCounter, Usage
 from stellate.log.messages import Message, ToolCall
+from stellate.store.base import DEFAULT_LEASE_TTL, lease_owner
 
 __all__ = [
     "CompressFn",
@@ -57,6 +58,13 @@ class SessionRuntime:
     durability: Durability = "step"
     """``step``: the user message is stored before the model call (survives a crash mid-call);
     ``turn``: a turn is written in one transaction when it ends (fastest; a crash loses the turn in flight)."""
+    lease_owner: str = field(default_factory=lease_owner)
+    """Names this writer in the session's lease (host and process id by default); shown to a writer kept out."""
+    lease_ttl: float = DEFAULT_LEASE_TTL
+    """Seconds the session's lease lasts unless renewed; renewed every third of it while a turn runs. A writer
+    that dies mid-turn keeps the session for at most this long before another may repair and take it."""
+    busy_timeout: float = 30.0
+    """Seconds a turn waits for another writer's turn on the same session to end before `SessionBusyError`."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -4,14 +4,58 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Any
 
-from stellate.errors import ConflictError, UsageError
-from stellate.log.events import Event, NewEvent, validate_event
+from stellate.errors import ConflictError, SessionBusyError, UsageError
+from stellate.log.events import FREE_STANDING_TYPES, Event, NewEvent, validate_event
 from stellate.log.invariants import advance
 from stellate.log.state import fold_slots
-from stellate.store.types import SessionRecord
+from stellate.store.types import Lease, SessionRecord
 
-__all__ = ["PlannedAppend", "plan_append"]
+__all__ = ["Fence", "PlannedAppend", "busy_error", "check_fence", "plan_append"]
+
+
+@dataclass(frozen=True, slots=True)
+class Fence:
+    """The writer's side of the lease check: the token of the lease it holds (None: none) and the time now."""
+
+    token: str | None
+    now: int
+
+
+def busy_error(session_id: str, lease: Lease | None, now: int, *, lost: bool = False) -> SessionBusyError:
+    """The error for a writer kept out by ``lease`` (``lost``: the writer's own lease was taken)."""
+    live = lease if lease is not None and lease.is_live(now) else None
+    details: dict[str, Any] = {"session_id": session_id, "holder": live.owner if live else None}
+    if live is not None:
+        details["expires_at"] = live.expires_at
+    if lost:
+        message = f"this writer's lease on session {session_id} lapsed and was taken over; nothing more was written"
+        return SessionBusyError(message, code="lease_lost", **details)
+    holder = f" by {live.owner}" if live else ""
+    return SessionBusyError(
+        f"session {session_id} is busy: a turn is running there{holder}; wait for it to end or retry later",
+        **details,
+    )
+
+
+def check_fence(record: SessionRecord, events: Sequence[NewEvent], fence: Fence) -> None:
+    """Refuse a write the session's lease does not allow.
+
+    The holder of the lease (the one whose token is on the record) may write anything. While a lease is live,
+    anyone else may only add free-standing slot events (memory, insight, label...); with no live lease, anyone
+    may write. A writer presenting a token that is no longer on the record lost its lease and may write nothing.
+
+    Raises:
+        SessionBusyError: ``session_busy`` or ``lease_lost``.
+    """
+    lease = record.lease
+    if fence.token is not None:
+        if lease is None or lease.token != fence.token:
+            raise busy_error(record.id, lease, fence.now, lost=True)
+        return
+    if lease is not None and lease.is_live(fence.now) and any(e.type not in FREE_STANDING_TYPES for e in events):
+        raise busy_error(record.id, lease, fence.now)
 
 
 @dataclass(frozen=True, slots=True)
@@ -23,10 +67,13 @@ class PlannedAppend:
     record: SessionRecord
 
 
-def plan_append(record: SessionRecord, new_events: Sequence[NewEvent], expected_seq: int | None) -> PlannedAppend:
-    """Give ``new_events`` their seqs and check them against ``record``'s log.
+def plan_append(
+    record: SessionRecord, new_events: Sequence[NewEvent], expected_seq: int | None, fence: Fence | None = None
+) -> PlannedAppend:
+    """Give ``new_events`` their seqs and check them against ``record``'s log (and its lease, with ``fence``).
 
     Raises:
+        SessionBusyError: the fence refuses the write (see `check_fence`).
         ConflictError: ``expected_seq`` is not the log's next seq (code ``seq_conflict``).
         FormatError: an event has an unknown type or bad data.
         InvariantError: an event breaks a log invariant.
@@ -34,6 +81,8 @@ def plan_append(record: SessionRecord, new_events: Sequence[NewEvent], expected_
     """
     if not new_events:
         raise UsageError("append needs at least one event")
+    if fence is not None:
+        check_fence(record, new_events, fence)
     if expected_seq is not None and expected_seq != record.next_seq:
         raise ConflictError(
             f"session {record.id} is at seq {record.next_seq}, not {expected_seq}; re-read and retry",

@@ -10,14 +10,17 @@ from stellate.log.events import Event
 from stellate.log.invariants import Cursor
 from stellate.log.state import Slots
 from stellate.store._batch import PlannedAppend
-from stellate.store.types import SessionId, SessionRecord
+from stellate.store.types import Lease, SessionId, SessionRecord
 
 __all__ = [
     "EVENT_COLUMNS",
+    "LEASE_COLUMNS",
+    "SELECTED_COLUMNS",
     "RECORD_COLUMNS",
     "STATE_COLUMNS",
     "event_from_row",
     "event_rows",
+    "lease_sql",
     "record_from_row",
     "record_row",
     "select_events_sql",
@@ -46,6 +49,10 @@ RECORD_COLUMNS = (
     "cursor",
 )
 EVENT_COLUMNS = ("session_id", "seq", "type", "time", "data", "ignorable")
+#: The lease columns of ``sessions``: written only by the lease statements, never by an append.
+LEASE_COLUMNS = ("lease_owner", "lease_token", "lease_acquired_at", "lease_expires_at")
+#: What a record read selects: `RECORD_COLUMNS` then `LEASE_COLUMNS`.
+SELECTED_COLUMNS = RECORD_COLUMNS + LEASE_COLUMNS
 
 #: Columns an append rewrites; the identity and lineage columns never change.
 STATE_COLUMNS = RECORD_COLUMNS[6:]
@@ -82,7 +89,7 @@ def state_update_row(record: SessionRecord) -> tuple[Any, ...]:
 
 
 def record_from_row(row: Sequence[Any]) -> SessionRecord:
-    """Inverse of `record_row` (JSON columns may arrive decoded from PostgreSQL)."""
+    """A record from a row of `SELECTED_COLUMNS` (JSON columns may arrive decoded from PostgreSQL)."""
     config, cursor = row[11], row[15]
     slots = Slots(
         label=row[6],
@@ -102,6 +109,7 @@ def record_from_row(row: Sequence[Any]) -> SessionRecord:
         created_at=row[5],
         slots=slots,
         cursor=Cursor.from_json(json.loads(cursor) if isinstance(cursor, str) else cursor),
+        lease=Lease(owner=row[16], token=row[17], acquired_at=row[18], expires_at=row[19]) if row[17] else None,
     )
 
 
@@ -137,12 +145,30 @@ def select_events_sql(*, placeholder: str, types: Sequence[str] | None, reverse:
     return sql
 
 
+def lease_sql(placeholder: str) -> dict[str, str]:
+    """The lease statements in ``placeholder`` style; each is one atomic ``UPDATE`` of the session's row.
+
+    ``take`` grants a lease when none is live (parameters: owner, token, acquired_at, expires_at, id, now, space) and
+    returns the record; ``renew`` moves the expiry of a grant (expires_at, id, token); ``release`` clears a grant
+    (id, token). A statement naming a token that is no longer on the row changes nothing.
+    """
+    p = placeholder
+    cleared = ", ".join(f"{c} = NULL" for c in LEASE_COLUMNS)
+    return {
+        "take": f"UPDATE sessions SET {', '.join(c + ' = ' + p for c in LEASE_COLUMNS)}"
+        f" WHERE id = {p} AND (lease_token IS NULL OR lease_expires_at <= {p}) AND space = {p}"
+        f" RETURNING {', '.join(SELECTED_COLUMNS)}",
+        "renew": f"UPDATE sessions SET lease_expires_at = {p} WHERE id = {p} AND lease_token = {p}",
+        "release": f"UPDATE sessions SET {cleared} WHERE id = {p} AND lease_token = {p}",
+    }
+
+
 def select_sessions_sql(
     *, placeholder: str, parent_id: SessionId | None, roots: bool, space: str
 ) -> tuple[str, tuple[Any, ...]]:
     """The listing of `Store.list_sessions` (all, children of ``parent_id``, or roots) of one space, in order."""
     p = placeholder
-    select = f"SELECT {', '.join(RECORD_COLUMNS)} FROM sessions WHERE space = {p}"
+    select = f"SELECT {', '.join(SELECTED_COLUMNS)} FROM sessions WHERE space = {p}"
     if parent_id is not None:
         return f"{select} AND parent_id = {p} ORDER BY position", (space, parent_id)
     if roots:

@@ -9,21 +9,36 @@ here once, so the backends cannot drift apart.
 from __future__ import annotations
 
 import abc
+import asyncio
 import copy
+import os
+import socket
+import time
 import uuid
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Protocol, Self, runtime_checkable
 
-from stellate.errors import ConflictError, ForkError, NotFoundError, UsageError
+from stellate.errors import ConflictError, ForkError, NotFoundError, SessionBusyError, UsageError
 from stellate.log.events import Event, NewEvent, now_ms
 from stellate.log.fork import check_explicit_boundary, clip_to_completed_turn, resolve_anchor
 from stellate.log.invariants import Cursor
 from stellate.log.repair import repair_events
-from stellate.store._batch import PlannedAppend, plan_append
-from stellate.store.types import Anchor, Boundary, CompletedTurn, ForkRequest, SessionId, SessionRecord
+from stellate.store._batch import Fence, PlannedAppend, busy_error, plan_append
+from stellate.store.types import Anchor, Boundary, CompletedTurn, ForkRequest, Lease, SessionId, SessionRecord
 
-__all__ = ["DEFAULT_SPACE", "BaseStore", "Store", "new_session_id"]
+__all__ = ["DEFAULT_LEASE_TTL", "DEFAULT_SPACE", "BaseStore", "Store", "lease_owner", "new_session_id"]
+
+#: Seconds a lease lasts unless renewed; holders renew it well inside this (every third of it).
+DEFAULT_LEASE_TTL = 30.0
+_POLL_MAX = 0.1  # longest sleep between two tries of a waiting writer, in seconds
+
+
+def lease_owner(name: str = "") -> str:
+    """An owner id for leases: this host and process, then ``name`` (e.g. an agent's id)."""
+    base = f"{socket.gethostname()}:{os.getpid()}"
+    return f"{base}:{name}" if name else base
+
 
 DEFAULT_SPACE = "default"
 """The space of a store handle that was not scoped with `BaseStore.in_space`."""
@@ -62,9 +77,28 @@ class Store(Protocol):
         ...
 
     async def append(
-        self, session_id: SessionId, events: Sequence[NewEvent], *, expected_seq: int | None = None
+        self,
+        session_id: SessionId,
+        events: Sequence[NewEvent],
+        *,
+        expected_seq: int | None = None,
+        lease: Lease | None = None,
     ) -> list[Event]:
-        """Append a batch atomically; ``expected_seq`` (the log's next seq) guards against concurrent writers."""
+        """Append a batch atomically; ``expected_seq`` guards against stale writers, ``lease`` proves ownership."""
+        ...
+
+    async def acquire_lease(
+        self, session_id: SessionId, *, owner: str, ttl: float = DEFAULT_LEASE_TTL, wait: float = 0.0
+    ) -> tuple[Lease, SessionRecord]:
+        """Take the session's lease (waiting up to ``wait`` seconds for a live one to end)."""
+        ...
+
+    async def renew_lease(self, session_id: SessionId, lease: Lease, *, ttl: float = DEFAULT_LEASE_TTL) -> Lease:
+        """Extend a held lease by ``ttl`` seconds from now."""
+        ...
+
+    async def release_lease(self, session_id: SessionId, lease: Lease) -> None:
+        """Give a lease back (nothing happens when it was already taken over)."""
         ...
 
     async def read_events(
@@ -88,8 +122,8 @@ class Store(Protocol):
         """All sessions in creation order, or the children of ``parent_id``, or the roots."""
         ...
 
-    async def repair(self, session_id: SessionId) -> list[Event]:
-        """Close a turn left open by a dead process; returns the events appended (none on a closed log)."""
+    async def repair(self, session_id: SessionId, *, lease: Lease | None = None) -> list[Event]:
+        """Close a turn left open by a dead writer; returns the events appended (none on a closed log)."""
         ...
 
     async def close(self) -> None:
@@ -109,6 +143,8 @@ class BaseStore(abc.ABC):
     def __init__(self) -> None:
         # Lineage never changes after creation, so reading through a fork chain needs no query per level.
         self._lineage: dict[SessionId, _Lineage] = {}
+        self.clock: Callable[[], int] = now_ms
+        """Epoch-ms clock that lease expiry is judged by (replaceable in tests)."""
         self.space = DEFAULT_SPACE
         """The space (tenant) this handle sees: it reads, lists, forks and creates only that space's sessions."""
 
@@ -131,9 +167,21 @@ class BaseStore(abc.ABC):
 
     @abc.abstractmethod
     async def _append_planned(
-        self, session_id: SessionId, events: Sequence[NewEvent], expected_seq: int | None
+        self, session_id: SessionId, events: Sequence[NewEvent], expected_seq: int | None, fence: Fence
     ) -> list[Event]:
-        """In one transaction: lock and read the record, `plan_append`, insert, update the record."""
+        """In one transaction: lock and read the record, `plan_append` (with ``fence``), insert, update the record."""
+
+    @abc.abstractmethod
+    async def _take_lease(self, session_id: SessionId, lease: Lease, now: int) -> SessionRecord | None:
+        """Grant ``lease`` atomically unless a lease live at ``now`` is on the session; the record after, or None."""
+
+    @abc.abstractmethod
+    async def _renew_lease(self, session_id: SessionId, token: str, expires_at: int) -> bool:
+        """Move the expiry of the grant with ``token``; False when that grant is no longer on the session."""
+
+    @abc.abstractmethod
+    async def _release_lease(self, session_id: SessionId, token: str) -> None:
+        """Clear the grant with ``token`` (nothing when another grant replaced it)."""
 
     @abc.abstractmethod
     async def _read_own(
@@ -260,16 +308,81 @@ class BaseStore(abc.ABC):
         return found[0] if found else None
 
     async def append(
-        self, session_id: SessionId, events: Sequence[NewEvent], *, expected_seq: int | None = None
+        self,
+        session_id: SessionId,
+        events: Sequence[NewEvent],
+        *,
+        expected_seq: int | None = None,
+        lease: Lease | None = None,
     ) -> list[Event]:
         """Append a batch atomically and return it with seqs.
 
+        Args:
+            session_id: The session.
+            events: The batch, in order.
+            expected_seq: The log's next seq as the writer saw it; a mismatch refuses the batch.
+            lease: The lease the writer holds; without one, a session another writer holds accepts only
+                free-standing slot events (memory, insight, label, system prompt).
+
         Raises:
             NotFoundError: unknown session.
+            SessionBusyError: another writer holds the session (``session_busy``), or ``lease`` was taken over
+                (``lease_lost``).
             ConflictError: ``expected_seq`` is stale (code ``seq_conflict``).
             FormatError, InvariantError: an event is bad; nothing is written.
         """
-        return await self._append_planned(session_id, events, expected_seq)
+        fence = Fence(lease.token if lease is not None else None, self.clock())
+        return await self._append_planned(session_id, events, expected_seq, fence)
+
+    # -- leases: one writer per session, across processes ---------------------------------------
+
+    async def acquire_lease(
+        self, session_id: SessionId, *, owner: str, ttl: float = DEFAULT_LEASE_TTL, wait: float = 0.0
+    ) -> tuple[Lease, SessionRecord]:
+        """Take the session's lease, waiting up to ``wait`` seconds while another writer holds a live one.
+
+        A lease whose holder stopped renewing it (a crashed process) lapses ``ttl`` seconds after its last
+        renewal and can then be taken.
+
+        Returns:
+            The new lease and the session's record as of the grant.
+
+        Raises:
+            NotFoundError: unknown session.
+            SessionBusyError: still held by another writer after ``wait`` seconds (code ``session_busy``).
+            UsageError: ``ttl`` is not positive or ``wait`` is negative.
+        """
+        if ttl <= 0 or wait < 0:
+            raise UsageError(f"a lease needs ttl > 0 and wait >= 0 (got ttl={ttl}, wait={wait})")
+        deadline, delay = time.monotonic() + wait, 0.005
+        while True:
+            now = self.clock()
+            lease = Lease(owner=owner, token=uuid.uuid4().hex, acquired_at=now, expires_at=now + round(ttl * 1000))
+            record = await self._take_lease(session_id, lease, now)
+            if record is not None:
+                return lease, record
+            current = await self.get_session(session_id)
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise busy_error(session_id, current.lease, now)
+            await asyncio.sleep(min(delay, remaining))
+            delay = min(delay * 2, _POLL_MAX)
+
+    async def renew_lease(self, session_id: SessionId, lease: Lease, *, ttl: float = DEFAULT_LEASE_TTL) -> Lease:
+        """Extend a held lease to ``ttl`` seconds from now and return it.
+
+        Raises:
+            SessionBusyError: the lease lapsed and another writer took it, or it was released (``lease_lost``).
+        """
+        renewed = replace(lease, expires_at=self.clock() + round(ttl * 1000))
+        if not await self._renew_lease(session_id, lease.token, renewed.expires_at):
+            current = await self.get_session(session_id)
+            raise busy_error(session_id, current.lease, self.clock(), lost=True)
+        return renewed
+
+    async def release_lease(self, session_id: SessionId, lease: Lease) -> None:
+        """Give a lease back; nothing happens when it was already taken over or released."""
+        await self._release_lease(session_id, lease.token)
 
     async def append_batches(self, batches: Mapping[SessionId, Sequence[NewEvent]]) -> dict[SessionId, list[Event]]:
         """Append to several sessions in one transaction: all batches land, or none.
@@ -280,11 +393,13 @@ class BaseStore(abc.ABC):
         """
         if not batches:
             return {}
-        return await self._append_batches(batches)
+        return await self._append_batches(batches, Fence(None, self.clock()))
 
     @abc.abstractmethod
-    async def _append_batches(self, batches: Mapping[SessionId, Sequence[NewEvent]]) -> dict[SessionId, list[Event]]:
-        """Backend primitive of `append_batches`: one transaction across sessions."""
+    async def _append_batches(
+        self, batches: Mapping[SessionId, Sequence[NewEvent]], fence: Fence
+    ) -> dict[SessionId, list[Event]]:
+        """Backend primitive of `append_batches`: one transaction across sessions, each batch checked by ``fence``."""
 
     async def read_events(
         self,
@@ -336,23 +451,42 @@ class BaseStore(abc.ABC):
             lineage = self._lineage[session_id] = _Lineage(record.source_id, record.inherited)
         return lineage
 
-    async def repair(self, session_id: SessionId) -> list[Event]:
-        """Close a turn left open by a dead process (idempotent; never truncates).
+    async def repair(self, session_id: SessionId, *, lease: Lease | None = None) -> list[Event]:
+        """Close a turn left open by a dead writer (idempotent; never truncates).
 
-        Call it only when no live process is writing the session.
+        A turn is dead when no live lease covers it: without ``lease``, repair takes the session's lease for
+        itself (and refuses a session a live writer holds); with ``lease``, the caller holds it already.
+
+        Raises:
+            SessionBusyError: a live writer holds the session, or ``lease`` was taken over.
         """
         record = await self.get_session(session_id)
         if not record.cursor.turn_open:
             return []
-        replies = await self.read_events(session_id, types=("assistant/message",), reverse=True, limit=1)
-        reply = replies[0] if replies else None
-        names = {c["id"]: c["name"] for c in reply.data["tool_calls"]} if reply else {}
-        tail = await self.read_events(session_id, reverse=True, limit=1)
-        closers = repair_events(record.cursor, call_names=names, time=tail[0].time if tail else now_ms())
+        if lease is not None:
+            return await self._repair_held(session_id, lease)
+        lease, record = await self.acquire_lease(session_id, owner=lease_owner("repair"), ttl=DEFAULT_LEASE_TTL)
         try:
-            return await self.append(session_id, closers, expected_seq=record.next_seq)
-        except ConflictError:
-            return await self.repair(session_id)
+            return await self._repair_held(session_id, lease) if record.cursor.turn_open else []
+        finally:
+            await self.release_lease(session_id, lease)
+
+    async def _repair_held(self, session_id: SessionId, lease: Lease) -> list[Event]:
+        while True:
+            record = await self.get_session(session_id)
+            if not record.cursor.turn_open:
+                return []
+            replies = await self.read_events(session_id, types=("assistant/message",), reverse=True, limit=1)
+            reply = replies[0] if replies else None
+            names = {c["id"]: c["name"] for c in reply.data["tool_calls"]} if reply else {}
+            tail = await self.read_events(session_id, reverse=True, limit=1)
+            closers = repair_events(record.cursor, call_names=names, time=tail[0].time if tail else now_ms())
+            try:
+                return await self.append(session_id, closers, expected_seq=record.next_seq, lease=lease)
+            except SessionBusyError:
+                raise
+            except ConflictError:
+                continue  # a free-standing slot event landed in between: plan again on the new head
 
     # -- topology --------------------------------------------------------------------------------
 

@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 
 from stellate.errors import ConflictError, NotFoundError
 from stellate.log.events import Event, NewEvent
-from stellate.store._batch import PlannedAppend, plan_append
+from stellate.store._batch import Fence, PlannedAppend, plan_append
 from stellate.store.base import BaseStore
-from stellate.store.types import SessionId, SessionRecord
+from stellate.store.types import Lease, SessionId, SessionRecord
 
 __all__ = ["MemoryStore"]
 
@@ -38,29 +39,53 @@ class MemoryStore(BaseStore):
             self._spaces[record.id] = self.space
 
     async def _append_planned(
-        self, session_id: SessionId, events: Sequence[NewEvent], expected_seq: int | None
+        self, session_id: SessionId, events: Sequence[NewEvent], expected_seq: int | None, fence: Fence
     ) -> list[Event]:
         async with self._lock:
             record = self._visible(session_id)
             if record is None:
                 raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
-            planned = plan_append(record, events, expected_seq)
+            planned = plan_append(record, events, expected_seq, fence)
             self._events[session_id].extend(planned.events)
             self._records[session_id] = planned.record
             return planned.events
 
-    async def _append_batches(self, batches: Mapping[SessionId, Sequence[NewEvent]]) -> dict[SessionId, list[Event]]:
+    async def _append_batches(
+        self, batches: Mapping[SessionId, Sequence[NewEvent]], fence: Fence
+    ) -> dict[SessionId, list[Event]]:
         async with self._lock:
             planned: dict[SessionId, PlannedAppend] = {}
             for session_id, events in batches.items():
                 record = self._visible(session_id)
                 if record is None:
                     raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
-                planned[session_id] = plan_append(record, events, None)
+                planned[session_id] = plan_append(record, events, None, fence)
             for session_id, plan in planned.items():
                 self._events[session_id].extend(plan.events)
                 self._records[session_id] = plan.record
             return {sid: plan.events for sid, plan in planned.items()}
+
+    async def _take_lease(self, session_id: SessionId, lease: Lease, now: int) -> SessionRecord | None:
+        async with self._lock:
+            record = self._visible(session_id)
+            if record is None or (record.lease is not None and record.lease.is_live(now)):
+                return None
+            self._records[session_id] = record = replace(record, lease=lease)
+            return record
+
+    async def _renew_lease(self, session_id: SessionId, token: str, expires_at: int) -> bool:
+        async with self._lock:
+            record = self._records.get(session_id)
+            if record is None or record.lease is None or record.lease.token != token:
+                return False
+            self._records[session_id] = replace(record, lease=replace(record.lease, expires_at=expires_at))
+            return True
+
+    async def _release_lease(self, session_id: SessionId, token: str) -> None:
+        async with self._lock:
+            record = self._records.get(session_id)
+            if record is not None and record.lease is not None and record.lease.token == token:
+                self._records[session_id] = replace(record, lease=None)
 
     async def _read_own(
         self,

@@ -40,14 +40,16 @@ from stellate.errors import (
     UsageError,
 )
 from stellate.log.events import Event, NewEvent
-from stellate.store._batch import PlannedAppend, plan_append
+from stellate.store._batch import Fence, PlannedAppend, plan_append
 from stellate.store._sql import (
     EVENT_COLUMNS,
     RECORD_COLUMNS,
+    SELECTED_COLUMNS,
     SPACE_MIGRATION,
     STATE_COLUMNS,
     event_from_row,
     event_rows,
+    lease_sql,
     record_from_row,
     record_row,
     select_events_sql,
@@ -55,7 +57,7 @@ from stellate.store._sql import (
     state_update_row,
 )
 from stellate.store.base import BaseStore
-from stellate.store.types import SessionId, SessionRecord
+from stellate.store.types import Lease, SessionId, SessionRecord
 
 __all__ = ["MIGRATIONS", "PostgresStore"]
 
@@ -99,10 +101,19 @@ MIGRATIONS: tuple[str, ...] = (
     """
     CREATE INDEX events_turn_markers ON events (session_id, seq) WHERE type IN ('turn/start', 'turn/end')
     """,
+    # The session's lease: one writer per session across processes (all NULL when nobody holds it).
+    """
+    ALTER TABLE sessions
+        ADD COLUMN lease_owner TEXT,
+        ADD COLUMN lease_token TEXT,
+        ADD COLUMN lease_acquired_at BIGINT,
+        ADD COLUMN lease_expires_at BIGINT
+    """,
     SPACE_MIGRATION,
 )
 
-_SELECT_RECORD = f"SELECT {', '.join(RECORD_COLUMNS)} FROM sessions"
+_SELECT_RECORD = f"SELECT {', '.join(SELECTED_COLUMNS)} FROM sessions"
+_LEASE = lease_sql("%s")
 _IN_SPACE = "WHERE id = %s AND space = %s"
 _LOCK_RECORD = f"{_SELECT_RECORD} {_IN_SPACE} FOR UPDATE"
 # ON CONFLICT keeps a racing duplicate from aborting the transaction; no row back means the id is taken.
@@ -260,29 +271,45 @@ class PostgresStore(BaseStore):
                 await conn.execute(_INSERT_EVENTS, _event_columns(record.id, planned))
 
     async def _append_planned(
-        self, session_id: SessionId, events: Sequence[NewEvent], expected_seq: int | None
+        self, session_id: SessionId, events: Sequence[NewEvent], expected_seq: int | None, fence: Fence
     ) -> list[Event]:
         async with self._transaction("cannot append", session_id=session_id) as conn:
             row = await (await conn.execute(_LOCK_RECORD, (session_id, self.space))).fetchone()
             if row is None:
                 raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
-            planned = plan_append(record_from_row(row), events, expected_seq)
+            planned = plan_append(record_from_row(row), events, expected_seq, fence)
             state = state_update_row(planned.record)
             await conn.execute(_APPEND, (*_event_columns(session_id, planned), *state, session_id))
             return planned.events
 
-    async def _append_batches(self, batches: Mapping[SessionId, Sequence[NewEvent]]) -> dict[SessionId, list[Event]]:
+    async def _append_batches(
+        self, batches: Mapping[SessionId, Sequence[NewEvent]], fence: Fence
+    ) -> dict[SessionId, list[Event]]:
         out: dict[SessionId, list[Event]] = {}
         async with self._transaction("cannot append to several sessions") as conn:
             for session_id in sorted(batches):  # one lock order for every writer: no deadlocks between them
                 row = await (await conn.execute(_LOCK_RECORD, (session_id, self.space))).fetchone()
                 if row is None:
                     raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
-                planned = plan_append(record_from_row(row), batches[session_id], None)
+                planned = plan_append(record_from_row(row), batches[session_id], None, fence)
                 state = state_update_row(planned.record)
                 await conn.execute(_APPEND, (*_event_columns(session_id, planned), *state, session_id))
                 out[session_id] = planned.events
         return {sid: out[sid] for sid in batches}
+
+    async def _take_lease(self, session_id: SessionId, lease: Lease, now: int) -> SessionRecord | None:
+        params = (lease.owner, lease.token, lease.acquired_at, lease.expires_at, session_id, now, self.space)
+        async with self._connection("cannot take the lease", session_id=session_id) as conn:
+            row = await (await conn.execute(_LEASE["take"], params)).fetchone()
+        return record_from_row(row) if row is not None else None
+
+    async def _renew_lease(self, session_id: SessionId, token: str, expires_at: int) -> bool:
+        async with self._connection("cannot renew the lease", session_id=session_id) as conn:
+            return (await conn.execute(_LEASE["renew"], (expires_at, session_id, token))).rowcount > 0
+
+    async def _release_lease(self, session_id: SessionId, token: str) -> None:
+        async with self._connection("cannot release the lease", session_id=session_id) as conn:
+            await conn.execute(_LEASE["release"], (session_id, token))
 
     async def _read_own(
         self,

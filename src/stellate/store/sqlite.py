@@ -17,14 +17,16 @@ from typing import Any, TypeVar
 
 from stellate.errors import ConflictError, NotFoundError, SchemaError, StoreError
 from stellate.log.events import Event, NewEvent
-from stellate.store._batch import PlannedAppend, plan_append
+from stellate.store._batch import Fence, PlannedAppend, plan_append
 from stellate.store._sql import (
     EVENT_COLUMNS,
     RECORD_COLUMNS,
+    SELECTED_COLUMNS,
     SPACE_MIGRATION,
     STATE_COLUMNS,
     event_from_row,
     event_rows,
+    lease_sql,
     record_from_row,
     record_row,
     select_events_sql,
@@ -32,7 +34,7 @@ from stellate.store._sql import (
     state_update_row,
 )
 from stellate.store.base import BaseStore
-from stellate.store.types import SessionId, SessionRecord
+from stellate.store.types import Lease, SessionId, SessionRecord
 
 __all__ = ["MIGRATIONS", "SqliteStore", "sqlite_path"]
 
@@ -71,10 +73,18 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (session_id, seq)
     ) WITHOUT ROWID;
     """,
+    # The session's lease: one writer per session across processes (all NULL when nobody holds it).
+    """
+    ALTER TABLE sessions ADD COLUMN lease_owner TEXT;
+    ALTER TABLE sessions ADD COLUMN lease_token TEXT;
+    ALTER TABLE sessions ADD COLUMN lease_acquired_at INTEGER;
+    ALTER TABLE sessions ADD COLUMN lease_expires_at INTEGER;
+    """,
     SPACE_MIGRATION,
 )
 
-_SELECT_RECORD = f"SELECT {', '.join(RECORD_COLUMNS)} FROM sessions"
+_SELECT_RECORD = f"SELECT {', '.join(SELECTED_COLUMNS)} FROM sessions"
+_LEASE = lease_sql("?")
 _INSERT_RECORD = (
     f"INSERT INTO sessions ({', '.join(RECORD_COLUMNS)}, space) VALUES ({', '.join('?' * (len(RECORD_COLUMNS) + 1))})"
 )
@@ -179,28 +189,42 @@ class SqliteStore(BaseStore):
             if planned is not None:
                 self._db.executemany(_INSERT_EVENTS, event_rows(record.id, planned))
 
-    def _append_sync(self, session_id: SessionId, events: Sequence[NewEvent], expected: int | None) -> list[Event]:
+    def _append_sync(
+        self, session_id: SessionId, events: Sequence[NewEvent], expected: int | None, fence: Fence
+    ) -> list[Event]:
         with self._write():
             row = self._db.execute(f"{_SELECT_RECORD} {_IN_SPACE}", (session_id, self.space)).fetchone()
             if row is None:
                 raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
-            planned = plan_append(record_from_row(row), events, expected)
+            planned = plan_append(record_from_row(row), events, expected, fence)
             self._db.executemany(_INSERT_EVENTS, event_rows(session_id, planned))
             self._db.execute(_UPDATE_STATE, (*state_update_row(planned.record), session_id))
             return planned.events
 
-    def _append_batches_sync(self, batches: Mapping[SessionId, Sequence[NewEvent]]) -> dict[SessionId, list[Event]]:
+    def _append_batches_sync(
+        self, batches: Mapping[SessionId, Sequence[NewEvent]], fence: Fence
+    ) -> dict[SessionId, list[Event]]:
         out: dict[SessionId, list[Event]] = {}
         with self._write():
             for session_id, events in batches.items():
                 row = self._db.execute(f"{_SELECT_RECORD} {_IN_SPACE}", (session_id, self.space)).fetchone()
                 if row is None:
                     raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
-                planned = plan_append(record_from_row(row), events, None)
+                planned = plan_append(record_from_row(row), events, None, fence)
                 self._db.executemany(_INSERT_EVENTS, event_rows(session_id, planned))
                 self._db.execute(_UPDATE_STATE, (*state_update_row(planned.record), session_id))
                 out[session_id] = planned.events
         return out
+
+    def _take_lease_sync(self, session_id: SessionId, lease: Lease, now: int) -> SessionRecord | None:
+        params = (lease.owner, lease.token, lease.acquired_at, lease.expires_at, session_id, now, self.space)
+        with self._write():
+            row = self._db.execute(_LEASE["take"], params).fetchone()
+        return record_from_row(row) if row is not None else None
+
+    def _update_lease_sync(self, statement: str, params: Sequence[Any]) -> bool:
+        with self._write():
+            return self._db.execute(_LEASE[statement], params).rowcount > 0
 
     def _select(self, sql: str, params: Sequence[Any]) -> list[Any]:
         try:
@@ -214,12 +238,23 @@ class SqliteStore(BaseStore):
         await self._run(self._insert_sync, record, planned)
 
     async def _append_planned(
-        self, session_id: SessionId, events: Sequence[NewEvent], expected_seq: int | None
+        self, session_id: SessionId, events: Sequence[NewEvent], expected_seq: int | None, fence: Fence
     ) -> list[Event]:
-        return await self._run(self._append_sync, session_id, events, expected_seq)
+        return await self._run(self._append_sync, session_id, events, expected_seq, fence)
 
-    async def _append_batches(self, batches: Mapping[SessionId, Sequence[NewEvent]]) -> dict[SessionId, list[Event]]:
-        return await self._run(self._append_batches_sync, batches)
+    async def _append_batches(
+        self, batches: Mapping[SessionId, Sequence[NewEvent]], fence: Fence
+    ) -> dict[SessionId, list[Event]]:
+        return await self._run(self._append_batches_sync, batches, fence)
+
+    async def _take_lease(self, session_id: SessionId, lease: Lease, now: int) -> SessionRecord | None:
+        return await self._run(self._take_lease_sync, session_id, lease, now)
+
+    async def _renew_lease(self, session_id: SessionId, token: str, expires_at: int) -> bool:
+        return await self._run(self._update_lease_sync, "renew", (expires_at, session_id, token))
+
+    async def _release_lease(self, session_id: SessionId, token: str) -> None:
+        await self._run(self._update_lease_sync, "release", (session_id, token))
 
     async def _read_own(
         self,

@@ -14,6 +14,7 @@ __all__ = [
     "CompletedTurn",
     "ForkPoint",
     "ForkRequest",
+    "Lease",
     "SessionId",
     "SessionRecord",
 ]
@@ -52,6 +53,30 @@ class ForkRequest:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class Lease:
+    """One writer's claim on a session: while it is live, only its holder may run turns there.
+
+    The holder renews it (moving ``expires_at``) while its turn runs and releases it when the turn ends; a
+    holder that dies simply stops renewing, and after ``expires_at`` the next writer may take the session
+    over. Every append of the holder carries the ``token``, so a holder whose lease lapsed and was taken
+    can no longer write (fencing).
+    """
+
+    owner: str
+    """Who holds it: host, process id and agent (for messages and the UI)."""
+    token: str
+    """Secret of this grant; a new grant gets a new token, even for the same owner."""
+    acquired_at: int
+    """Epoch ms of the grant."""
+    expires_at: int
+    """Epoch ms after which the lease lapses unless renewed."""
+
+    def is_live(self, now: int) -> bool:
+        """Whether the lease still holds at ``now`` (epoch ms)."""
+        return self.expires_at > now
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class SessionRecord:
     """A session's identity, lineage and materialized state, read in O(1)."""
 
@@ -67,6 +92,8 @@ class SessionRecord:
     created_at: int = 0
     slots: Slots = field(default_factory=Slots)
     cursor: Cursor = field(default_factory=Cursor)
+    lease: Lease | None = None
+    """The newest lease as stored (None once released); it may have lapsed: ask `Lease.is_live`."""
 
     @property
     def next_seq(self) -> int:

@@ -26,11 +26,13 @@ async def list_events(
     caller: CallerDep,
     after: Annotated[int, Query(ge=-1, description="only events with a greater seq")] = -1,
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
+    types: Annotated[str | None, Query(max_length=500, description="comma-separated event types")] = None,
 ) -> EventPage:
     """The session's events in seq order; those read from the fork source are marked ``inherited``."""
     store = await caller.agent.store()
     record = await store.get_session(SessionId(session_id))
-    events = await store.read_events(record.id, start=after + 1, limit=limit)
+    wanted = [t.strip() for t in types.split(",") if t.strip()] if types else None
+    events = await store.read_events(record.id, start=after + 1, limit=limit, types=wanted)
     return EventPage(
         events=[
             EventOut(seq=e.seq, type=e.type, time=e.time, data=e.data, inherited=e.seq < record.inherited)

@@ -90,6 +90,7 @@ async def capabilities(caller: CallerDep) -> Capabilities:
         default_model=_default_model(agent),
         consolidate_every=agent.consolidate_every,
         consolidate_on_archive=agent.consolidate_on_archive,
+        split_guard=_split_guard(agent),
         reflector=agent.reflector is not None,
         max_rounds=agent.max_rounds,
     )
@@ -103,6 +104,11 @@ def _profile(name: str, profile: Any) -> dict[str, Any]:
         "context": profile.context if isinstance(profile.context, str | None) else "function",
         "has_vars": profile.system_prompt_fn is not None,
     }
+
+
+def _split_guard(agent: Agent) -> dict[str, int] | None:
+    guard = agent.split_guard
+    return None if guard is None else {"min_turns": guard.min_turns, "cooldown_turns": guard.cooldown_turns}
 
 
 def _default_model(agent: Agent) -> dict[str, Any] | None:

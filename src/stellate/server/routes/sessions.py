@@ -8,11 +8,20 @@ from fastapi import APIRouter, Query, status
 
 from stellate.agent import SessionDigest, TopologyNode
 from stellate.agent.editing import rename_session, set_system_prompt
-from stellate.server.models import ContentBody, CreateSessionBody, LabelBody, MemoryOut, SessionDetail, SessionPage
+from stellate.server.models import (
+    ContentBody,
+    CreateSessionBody,
+    LabelBody,
+    Lineage,
+    LineageEntry,
+    MemoryOut,
+    SessionDetail,
+    SessionPage,
+)
 from stellate.server.pagination import page_of
 from stellate.server.problems import problem_responses
 from stellate.server.state import CallerDep
-from stellate.store import SessionId
+from stellate.store import SessionId, SessionRecord
 
 __all__ = ["router"]
 
@@ -97,6 +106,29 @@ async def get_session(session_id: str, caller: CallerDep) -> SessionDetail:
         memory=slots.memory,
         insight=slots.insight,
         config=dict(slots.config),
+    )
+
+
+@router.get("/sessions/{session_id}/lineage", response_model=Lineage, responses=problem_responses(404))
+async def get_lineage(session_id: str, caller: CallerDep) -> Lineage:
+    """The session's ancestors (with the seq each fork was taken at) and its descendants."""
+    store = await caller.agent.store()
+    record = await store.get_session(SessionId(session_id))
+    return Lineage(
+        session=_entry(record),
+        ancestors=[_entry(r) for r in await store.ancestors(record.id)],
+        descendants=await caller.agent.get_node(record.id),
+    )
+
+
+def _entry(record: SessionRecord) -> LineageEntry:
+    return LineageEntry(
+        id=record.id,
+        label=record.label,
+        status=record.status,
+        parent_id=record.parent_id,
+        source_id=record.source_id,
+        fork_seq=record.fork_seq,
     )
 
 

@@ -10,7 +10,7 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from stellate.engine.events import TurnResult
 from stellate.errors import StellateError
-from stellate.server.models import TurnBody, TurnCancelled
+from stellate.server.models import RunningTurns, TurnBody, TurnCancelled
 from stellate.server.problems import Problem, problem_responses, status_of
 from stellate.server.sse import PING_SECONDS, json_text
 from stellate.server.state import CallerDep
@@ -78,3 +78,9 @@ async def cancel_turn(session_id: str, caller: CallerDep) -> TurnCancelled:
     """Abort the session's running turn; it records `turn/end {aborted}`. ``cancelled`` is false when none runs."""
     await caller.agent.get_session_digest(session_id)
     return TurnCancelled(cancelled=caller.server.turns.cancel(caller.space, session_id))
+
+
+@router.get("/turns", response_model=RunningTurns, responses=problem_responses())
+async def running_turns(caller: CallerDep) -> RunningTurns:
+    """Sessions of the caller's space running a turn on this server now (for a busy marker)."""
+    return RunningTurns(session_ids=[live.session_id for live in caller.server.turns.running(caller.space)])
