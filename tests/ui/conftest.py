@@ -26,8 +26,10 @@ def _unavailable(reason: str) -> None:
     pytest.skip(reason)
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    # Per module, not per session: while Playwright's sync API is alive the main thread counts as running an
+    # event loop, which would break any async test collected after these.
     try:
         from playwright.sync_api import sync_playwright
     except ImportError as exc:

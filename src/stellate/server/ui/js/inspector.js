@@ -113,33 +113,25 @@ class Inspector {
   }
 
   lineage() {
-    const link = (id) => h('button', { type: 'button', class: 'linkish', translate: 'no', text: forest.label(id), onclick: () => go('#/inspect/' + encodeURIComponent(id)) });
-    const chain = [];
-    // Where the history came from, walking source links (each with the seq the fork was taken at).
-    let current = { id: this.id, source_id: this.detail.source_id, fork_seq: this.detail.fork_seq };
-    const seen = new Set();
-    const list = h('ol', { class: 'lineage' });
-    const fillChain = async () => {
-      while (current && current.source_id && !seen.has(current.source_id)) {
-        seen.add(current.source_id);
-        chain.push({ id: current.source_id, at: current.fork_seq });
-        try { current = await api(`/sessions/${sid(current.source_id)}`); } catch { current = null; }
-      }
-      fill(list, chain.reverse().map((a) => h('li', {}, link(a.id),
-        h('span', { class: 'muted', text: ' ' + (a.at === null || a.at === undefined ? t('inspect.noHistory') : t('inspect.forkedAt', { seq: a.at })) }))),
-      h('li', { class: 'current' }, h('strong', { translate: 'no', text: this.detail.label || this.id })));
-    };
-    fillChain();
-    const descendants = (id) => {
-      const node = forest.nodes.get(id);
-      if (!node || !node.children.length) return null;
-      return h('ul', {}, node.children.map((c) => h('li', {}, link(c), descendants(c))));
-    };
-    const parent = this.detail.parent_id;
-    return h('div', {},
-      h('h3', { text: t('inspect.ancestors') }), list,
-      parent && parent !== this.detail.source_id ? h('p', { class: 'muted' }, t('inspect.topologyParent'), ' ', link(parent)) : null,
-      h('h3', { text: t('inspect.descendants') }), descendants(this.id) || h('p', { class: 'muted', text: t('common.none') }));
+    const link = (id, label) => h('button', { type: 'button', class: 'linkish', translate: 'no', text: label || forest.label(id),
+      onclick: () => go('#/inspect/' + encodeURIComponent(id)) });
+    const box = h('div', {}, h('p', { class: 'muted', text: '…' }));
+    const origin = (entry) => h('span', { class: 'muted' }, ' ', entry.fork_seq === null || entry.fork_seq === undefined
+      ? t('inspect.noHistory') : t('inspect.forkedAt', { seq: entry.fork_seq }),
+      entry.source_id && entry.source_id !== entry.parent_id ? [' · ', t('map.contextFrom'), ' ', link(entry.source_id)] : null);
+    const tree = (node) => (node.children.length
+      ? h('ul', {}, node.children.map((c) => h('li', {}, link(c.id, c.label), tree(c)))) : null);
+    api(`/sessions/${sid(this.id)}/lineage`).then((found) => {
+      const chain = [...found.ancestors].reverse().map((a) => h('li', {}, link(a.id, a.label), a.parent_id ? origin(a) : null));
+      fill(box,
+        h('h3', { text: t('inspect.ancestors') }),
+        h('ol', { class: 'lineage' }, chain,
+          h('li', { class: 'current' }, h('strong', { translate: 'no', text: found.session.label || this.id }),
+            found.session.parent_id ? origin(found.session) : null)),
+        h('h3', { text: t('inspect.descendants') }),
+        tree(found.descendants) || h('p', { class: 'muted', text: t('common.none') }));
+    }).catch((error) => fill(box, errorNode(error)));
+    return box;
   }
 
   config() {

@@ -80,7 +80,7 @@ export const forest = {
   emit(reason) { for (const listener of this.listeners) listener(reason); },
 
   async load() {
-    const [roots, digests] = await Promise.all([api('/forest'), allSessions()]);
+    const [roots, digests, running] = await Promise.all([api('/forest'), allSessions(), api('/turns')]);
     const byId = new Map(digests.map((d) => [d.id, d]));
     const nodes = new Map();
     const walk = (node, parent) => {
@@ -94,9 +94,8 @@ export const forest = {
       for (const child of node.children) walk(child, node);
     };
     for (const root of roots) walk(root, null);
-    if (digests.some((d) => 'turn_open' in d)) {
-      this.running = new Set([...nodes.values()].filter((n) => n.turn_open).map((n) => n.id));
-    }
+    // Turns this server runs now; events keep the set current between loads.
+    this.running = new Set(running.session_ids);
     this.nodes = nodes;
     this.roots = roots.map((r) => r.id);
     this.loaded = true;
