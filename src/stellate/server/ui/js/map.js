@@ -28,6 +28,7 @@ class StarMap {
     this.lit = new Set();
     this.frame = null;
     this.fitted = false;
+    this.userMoved = false; // until the person pans or zooms, the view keeps the whole forest in sight
     this.listMode = false;
     this.build();
     this.off = forest.on(() => this.update());
@@ -55,7 +56,7 @@ class StarMap {
       onclick: () => this.toggleList() });
     const toolbar = h('div', { class: 'toolbar' },
       h('h1', { text: t('map.title') }), this.count, this.search,
-      h('button', { type: 'button', text: t('map.fit'), title: t('map.fitHint'), onclick: () => this.fit() }),
+      h('button', { type: 'button', text: t('map.fit'), title: t('map.fitHint'), onclick: () => { this.userMoved = false; this.fit(); } }),
       h('button', { type: 'button', text: '+', 'aria-label': t('map.zoomIn'), title: t('map.zoomIn'), onclick: () => this.zoomBy(1.25) }),
       h('button', { type: 'button', text: '−', 'aria-label': t('map.zoomOut'), title: t('map.zoomOut'), onclick: () => this.zoomBy(0.8) }),
       this.listToggle,
@@ -92,6 +93,7 @@ class StarMap {
     this.count.textContent = t('map.count', { n: forest.nodes.size });
     this.emptyNote.hidden = forest.nodes.size > 0;
     if (!this.fitted && next.size) { this.resize(); this.fit(); this.fitted = true; }
+    else if (!this.userMoved) this.fit();
     this.renderList();
     if (this.selected && forest.nodes.has(this.selected)) this.showPanel(this.selected, false);
     this.draw();
@@ -140,7 +142,7 @@ class StarMap {
     this.canvas.height = Math.round(rect.height * dpr);
     this.canvas.style.width = rect.width + 'px';
     this.canvas.style.height = rect.height + 'px';
-    this.draw();
+    if (this.fitted && !this.userMoved) this.fit(); else this.draw();
   }
 
   fit() {
@@ -158,6 +160,7 @@ class StarMap {
   }
 
   zoomBy(factor, cx = this.width / 2, cy = this.height / 2) {
+    this.userMoved = true;
     const k = Math.max(0.02, Math.min(6, this.k * factor));
     this.tx = cx - ((cx - this.tx) * k) / this.k;
     this.ty = cy - ((cy - this.ty) * k) / this.k;
@@ -201,7 +204,7 @@ class StarMap {
       const [x, y] = local(event);
       if (drag) {
         if (Math.abs(x - drag.x) + Math.abs(y - drag.y) > 3) drag.moved = true;
-        if (drag.moved) { this.tx = drag.tx + x - drag.x; this.ty = drag.ty + y - drag.y; this.draw(); }
+        if (drag.moved) { this.userMoved = true; this.tx = drag.tx + x - drag.x; this.ty = drag.ty + y - drag.y; this.draw(); }
         return;
       }
       const id = this.nodeAt(x, y);
@@ -229,10 +232,10 @@ class StarMap {
     this.canvas.addEventListener('keydown', (event) => {
       const step = 40;
       const moves = { ArrowLeft: [step, 0], ArrowRight: [-step, 0], ArrowUp: [0, step], ArrowDown: [0, -step] };
-      if (moves[event.key]) { this.tx += moves[event.key][0]; this.ty += moves[event.key][1]; this.draw(); }
+      if (moves[event.key]) { this.userMoved = true; this.tx += moves[event.key][0]; this.ty += moves[event.key][1]; this.draw(); }
       else if (event.key === '+' || event.key === '=') this.zoomBy(1.25);
       else if (event.key === '-') this.zoomBy(0.8);
-      else if (event.key === '0') this.fit();
+      else if (event.key === '0') { this.userMoved = false; this.fit(); }
       else return;
       event.preventDefault();
     });
