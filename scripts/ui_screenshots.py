@@ -2,7 +2,8 @@
 
 Usage: ``python scripts/ui_screenshots.py`` (needs ``pip install -e ".[dev]"`` and Debian's ``chromium``; for
 readable Chinese, a CJK font such as ``fonts-wqy-microhei``). It grows the demo forest in a temporary
-database with ``stellate demo``, serves it with ``stellate serve``, and writes ``docs/images/<page>-<lang>-<theme>.png``.
+database with ``stellate demo``, serves it with ``stellate serve``, and writes
+``docs/images/<page>-<lang>-<theme>.png``.
 """
 
 from __future__ import annotations
@@ -67,7 +68,10 @@ def stir(url: str, ids: dict[str, str]) -> None:
 def shoot(page: Any, url: str, ids: dict[str, str], lang: str, theme: str) -> None:
     """Every page in one language and theme."""
     page.goto(f"{url}/#/map")
-    page.evaluate("([l, t]) => { localStorage.setItem('stellate.lang', l); localStorage.setItem('stellate.theme', t); }", [lang, theme])
+    page.evaluate(
+        "([l, t]) => { localStorage.setItem('stellate.lang', l); localStorage.setItem('stellate.theme', t); }",
+        [lang, theme],
+    )
     root, budget = ids["Study abroad plan"], ids["Budget"]
     views = {
         "map": f"#/map/{root}",

@@ -32,7 +32,9 @@ def sign_in(page: Any, url: str, key: str, route: str = "#/map") -> None:
 
 def test_a_foreign_key_sees_nothing_of_another_space(keyed: tuple[ServerThread, str, str], browser: Any) -> None:
     server, alpha, beta = keyed
-    made = httpx.post(f"{server.url}/v1/sessions", json={"label": "Alpha plan"}, headers={"Authorization": f"Bearer {alpha}"})
+    made = httpx.post(
+        f"{server.url}/v1/sessions", json={"label": "Alpha plan"}, headers={"Authorization": f"Bearer {alpha}"}
+    )
     secret = made.json()["id"]
 
     owner = browser.new_context().new_page()

@@ -8,7 +8,11 @@ from ui_support import STREAMED, ServerThread, gate, map_ids, open_ui, poll
 
 from stellate.store import SessionId
 
-LIVE_TEXT = "() => { const b = document.querySelector('.tool-card ~ .msg.assistant.live .bubble'); return b ? b.textContent : null; }"
+# The bubble of the round after the tool call (the first round streams its own short text).
+LIVE_TEXT = """() => {
+  const bubble = document.querySelector('.tool-card ~ .msg.assistant.live .bubble');
+  return bubble ? bubble.textContent : null;
+}"""
 
 
 def test_a_reply_streams_visibly_with_tool_cards(server: ServerThread, page: Any) -> None:

@@ -20,7 +20,9 @@ VISIBLE_TEXT = """() => {
   }
   for (const el of document.querySelectorAll('[placeholder], [title], [aria-label]')) {
     if (data(el) || !el.checkVisibility()) continue;
-    for (const name of ['placeholder', 'title', 'aria-label']) if (el.getAttribute(name)) out.push(el.getAttribute(name));
+    for (const name of ['placeholder', 'title', 'aria-label']) {
+      if (el.getAttribute(name)) out.push(el.getAttribute(name));
+    }
   }
   for (const select of document.querySelectorAll('select')) {
     if (!data(select) && select.checkVisibility()) for (const option of select.options) out.push(option.textContent);

@@ -37,7 +37,7 @@ STREAMED = (
     "The sum is five. Here is a longer explanation, streamed word by word so that a person watching the page "
     "sees the answer grow while the model is still writing it, before the turn has ended."
 )
-XSS = 'Look: <img src=x onerror=alert(1)> and <script>window.__pwned = 1</script> and ![pic](http://example.com/x.png)'
+XSS = "Look: <img src=x onerror=alert(1)> and <script>window.__pwned = 1</script> and ![pic](http://example.com/x.png)"
 GATES: dict[str, threading.Event] = {}
 
 
@@ -81,7 +81,9 @@ async def answer(request: LLMRequest) -> str | Reply:
     if text.startswith("stream"):
         return STREAMED if after_tool else Reply(text="Let me add.", tool_calls=[tool_call("add", {"a": 2, "b": 3})])
     if text.startswith("slow"):
-        return "Gate passed." if after_tool else Reply(text="Checking the gate.", tool_calls=[tool_call("wait_for_gate")])
+        return (
+            "Gate passed." if after_tool else Reply(text="Checking the gate.", tool_calls=[tool_call("wait_for_gate")])
+        )
     if text.startswith("fork"):
         if not after_tool:
             return Reply(tool_calls=[tool_call("create_session", {"label": "Side quest", "context": "inherit"})])

@@ -167,9 +167,7 @@ async def put_memory(session_id: str, body: ContentBody, caller: CallerDep) -> S
     return await caller.agent.get_session_digest(session_id)
 
 
-@router.put(
-    "/sessions/{session_id}/system_prompt", response_model=SessionDetail, responses=problem_responses(404, 409)
-)
+@router.put("/sessions/{session_id}/system_prompt", response_model=SessionDetail, responses=problem_responses(404, 409))
 async def put_system_prompt(session_id: str, body: ContentBody, caller: CallerDep) -> SessionDetail:
     """Replace the system prompt from the session's next model call on (earlier calls keep theirs in the log)."""
     await set_system_prompt(caller.agent, session_id, body.content)

@@ -85,7 +85,9 @@ class StarMap {
 
   update() {
     const now = performance.now();
+    const laidOut = performance.now();
     const next = layoutForest(forest.nodes, forest.roots);
+    this.layoutMs = performance.now() - laidOut; // read by the benchmark (bench/ui_map.py)
     if (this.positions.size) {
       for (const id of next.keys()) if (!this.positions.has(id)) this.born.set(id, now);
     }
@@ -274,6 +276,7 @@ class StarMap {
   paint(time) {
     const ctx = this.canvas.getContext('2d');
     if (!ctx || !this.width) return;
+    const started = performance.now();
     const c = this.colors();
     const dpr = window.devicePixelRatio || 1;
     ctx.setTransform(dpr, 0, 0, dpr, 0, 0);
@@ -340,6 +343,8 @@ class StarMap {
       }
     }
     ctx.globalAlpha = 1;
+    this.paintMs = performance.now() - started;
+    if (this.firstPaintAt === undefined && this.positions.size) this.firstPaintAt = performance.now();
     if (animating) this.draw();
   }
 
