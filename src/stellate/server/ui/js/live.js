@@ -36,6 +36,7 @@ export const live = {
             onEvent: (type, data) => this.dispatch(type, data),
           });
           this.setConnected(true);
+          forest.running.clear(); // a turn_finished missed while disconnected must not pulse forever
           forest.refresh(); // events missed while disconnected are in the forest's current state
           await opened;
         } catch (error) {
@@ -69,6 +70,7 @@ export const live = {
 // The forest: nodes by id (with digest fields), roots, and which sessions run a turn now.
 export const forest = {
   nodes: new Map(),
+  digests: new Map(),
   roots: [],
   running: new Set(),
   loaded: false,
@@ -80,8 +82,9 @@ export const forest = {
   emit(reason) { for (const listener of this.listeners) listener(reason); },
 
   async load() {
-    const [roots, digests, running] = await Promise.all([api('/forest'), allSessions(), api('/turns')]);
-    const byId = new Map(digests.map((d) => [d.id, d]));
+    // The forest first (one request: enough to draw the map), the digests (memory and insight, paged) after.
+    const [roots, running] = await Promise.all([api('/forest'), api('/turns')]);
+    const byId = this.digests;
     const nodes = new Map();
     const walk = (node, parent) => {
       const digest = byId.get(node.id) || {};
@@ -94,13 +97,28 @@ export const forest = {
       for (const child of node.children) walk(child, node);
     };
     for (const root of roots) walk(root, null);
-    // Turns this server runs now; events keep the set current between loads.
-    this.running = new Set(running.session_ids);
+    // Turns this server's API runs now, plus those the events said started (in-process turns included);
+    // turn_finished events take them out again.
+    for (const id of running.session_ids) this.running.add(id);
     this.nodes = nodes;
     this.roots = roots.map((r) => r.id);
     this.loaded = true;
     this.emit('load');
+    this.loadDigests();
     return this;
+  },
+
+  async loadDigests() {
+    const ticket = (this.digestTicket = (this.digestTicket || 0) + 1);
+    let digests;
+    try { digests = await allSessions(); } catch { return; }
+    if (ticket !== this.digestTicket) return; // a newer load asked again
+    this.digests = new Map(digests.map((d) => [d.id, d]));
+    for (const node of this.nodes.values()) {
+      const digest = this.digests.get(node.id);
+      if (digest) { node.memory = digest.memory ?? null; node.insight = digest.insight ?? null; }
+    }
+    this.emit('digests');
   },
 
   // Coalesces bursts of changes into one reload.

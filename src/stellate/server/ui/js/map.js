@@ -31,7 +31,8 @@ class StarMap {
     this.userMoved = false; // until the person pans or zooms, the view keeps the whole forest in sight
     this.listMode = false;
     this.build();
-    this.off = forest.on(() => this.update());
+    // A new forest is laid out again; new digests or running turns only change what is drawn.
+    this.off = forest.on((reason) => (reason === 'load' ? this.update() : this.refreshDetails()));
     this.resizeObserver = new ResizeObserver(() => this.resize());
     this.resizeObserver.observe(this.stage);
     this.onTheme = () => this.draw();
@@ -98,6 +99,12 @@ class StarMap {
     else if (!this.userMoved) this.fit();
     this.renderList();
     if (this.selected && forest.nodes.has(this.selected)) this.showPanel(this.selected, false);
+    this.draw();
+  }
+
+  refreshDetails() {
+    if (this.selected && forest.nodes.has(this.selected) && !this.panel.hidden) this.showPanel(this.selected, false);
+    if (!this.list.hidden) this.renderList();
     this.draw();
   }
 
