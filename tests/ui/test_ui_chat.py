@@ -131,3 +131,41 @@ def _has_event(server: ServerThread, session_id: str, kind: str) -> bool:
         return any(e.type == kind for e in await store.read_events(SessionId(session_id)))
 
     return server.run(read())
+
+
+def test_stop_cancels_the_turn_and_enter_waits_for_the_input_method(server: ServerThread, page: Any) -> None:
+    session = server.run(server.agents["default"].create_session(label="Stoppable"))
+    open_ui(page, server.url, f"#/chat/{session.id}")
+    box = page.get_by_role("textbox", name="Message (Enter to send, Shift+Enter for a new line)")
+    box.fill("slow 你好")
+    # Enter that confirms an input-method composition (as when typing Chinese) must not send.
+    box.dispatch_event("keydown", {"key": "Enter", "isComposing": True, "keyCode": 229})
+    page.wait_for_timeout(300)
+    assert box.input_value() == "slow 你好" and page.locator(".msg.user").count() == 0
+    box.press("Enter")
+    page.locator(".tool-card.running").wait_for()
+    page.get_by_role("button", name="Stop", exact=True).click()
+    page.get_by_text("Stopped: the turn was cancelled.").wait_for()
+    assert page.get_by_role("button", name="Stop", exact=True).is_hidden()
+    ends = [e for e in _events(server, session.id) if e.type == "turn/end"]
+    assert [e.data["reason"] for e in ends] == ["aborted"]
+
+
+def test_a_session_is_renamed_inline(server: ServerThread, page: Any) -> None:
+    session = server.run(server.agents["default"].create_session(label="Old name"))
+    open_ui(page, server.url, f"#/chat/{session.id}")
+    page.get_by_role("button", name="Old name", exact=True).click()
+    field = page.get_by_label("New name")
+    field.fill("New name")
+    field.press("Enter")
+    page.locator(".chat-header .rename", has_text="New name").wait_for()
+    poll(lambda: server.run(server.agents["default"].get_session_digest(session.id)).label == "New name", what="rename")
+    poll(lambda: page.locator(".tree .label", has_text="New name").count() == 1, what="the tree follows")
+
+
+def _events(server: ServerThread, session_id: str) -> list[Any]:
+    async def read() -> list[Any]:
+        store = await server.agents["default"].store()
+        return list(await store.read_events(SessionId(session_id)))
+
+    return server.run(read())

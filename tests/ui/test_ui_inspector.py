@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from typing import Any
 
+import httpx
 from ui_support import ServerThread, open_ui, poll
 
 from stellate.llm.types import LLMRequest
+from stellate.store import SessionId
 
 
 def test_the_inspector_shows_the_context_the_model_received(server: ServerThread, page: Any) -> None:
@@ -55,8 +57,6 @@ def test_the_raw_log_marks_inherited_events_and_filters_by_type(server: ServerTh
 
 async def _detail(server: ServerThread, session_id: str) -> int:
     store = await server.agents["default"].store()
-    from stellate.store import SessionId
-
     return (await store.get_session(SessionId(session_id))).inherited
 
 
@@ -69,3 +69,24 @@ def _shown(page: Any) -> list[tuple[str, str]]:
 
 def _sent(request: LLMRequest) -> list[tuple[str, str]]:
     return [(m.role, m.content) for m in request.messages]
+
+
+def test_slots_are_edited_in_the_inspector(server: ServerThread, page: Any) -> None:
+    agent = server.agents["default"]
+    session = server.run(agent.create_session(label="Editable", system_prompt="Be brief."))
+    open_ui(page, server.url, f"#/inspect/{session.id}")
+    for name, value in (
+        ("System prompt", "Be thorough."),
+        ("Memory", "Decided: Lisbon."),
+        ("Pending insight", "Rent fell."),
+    ):
+        editor = page.locator(".slot-editor", has=page.get_by_label(name, exact=True))
+        editor.get_by_label(name, exact=True).fill(value)
+        editor.get_by_role("button", name="Save").click()
+        editor.get_by_text("Saved").wait_for()
+    detail = httpx.get(f"{server.url}/v1/sessions/{session.id}").json()
+    assert (detail["system_prompt"], detail["memory"], detail["insight"]) == (
+        "Be thorough.",
+        "Decided: Lisbon.",
+        "Rent fell.",
+    )

@@ -96,3 +96,37 @@ def test_a_fork_made_by_the_model_mid_turn_appears_without_reload(server: Server
 def _child_in_store(server: ServerThread, root_id: str) -> str | None:
     node = server.run(server.agents["default"].get_node(root_id))
     return node.children[0].id if node.children else None
+
+
+def test_the_panel_forks_with_a_profile_and_reflect_lights_up_the_insights(server: ServerThread, page: Any) -> None:
+    agent = server.agents["default"]
+    root = server.run(agent.create_session(label="Lit root"))
+    server.run(agent.turn(root.id, "hello"))
+    open_ui(page, server.url, f"#/map/{root.id}")
+    panel = page.locator(".panel")
+    panel.get_by_role("button", name="Fork…").click()
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_label("Label", exact=True).fill("Lit critic")
+    dialog.get_by_label("Profile", exact=True).select_option("critic")
+    dialog.get_by_label("Profile variables").fill("topic=the budget")
+    dialog.get_by_role("button", name="Create branch").click()
+    child = poll(lambda: _child_in_store(server, root.id), what="the fork")
+    poll(lambda: child in map_ids(page), what="the fork on the map")
+    detail = httpx.get(f"{server.url}/v1/sessions/{child}").json()
+    assert detail["label"] == "Lit critic" and detail["system_prompt"] == "You critique the budget."
+    assert detail["source_id"] == root.id, "the default context inherits the history"
+
+    page.get_by_role("button", name="Reflect").click()
+    result = page.get_by_role("dialog", name="Reflection")
+    assert "Everything is on track." in result.inner_text()
+    assert {b.inner_text() for b in result.locator(".insights button").all()} == {"Lit root", "Lit critic"}
+    assert set(page.evaluate("() => [...window.stellate.map.lit]")) == {root.id, child}, "they light up on the map"
+    result.get_by_role("button", name="Close").click()
+    poll(
+        lambda: "A note for Lit critic." in page.locator(".panel").inner_text() or _select(page, child), what="insight"
+    )
+
+
+def _select(page: Any, session_id: str) -> bool:
+    page.evaluate("(id) => window.stellate.map.select(id)", session_id)
+    return False

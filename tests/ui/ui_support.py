@@ -7,6 +7,8 @@ that loop (``server.run(coro)``) to set up sessions or start turns exactly as an
 from __future__ import annotations
 
 import asyncio
+import json
+import re
 import socket
 import threading
 import time
@@ -16,7 +18,8 @@ from typing import Any, TypeVar
 
 import uvicorn
 
-from stellate import Agent, tool
+from stellate import Agent, ForkProfile, tool
+from stellate.agent import Reflector
 from stellate.llm.scripted import FunctionLLM, Reply, tool_call
 from stellate.llm.types import LLMRequest, StreamEvent, TextDelta
 from stellate.server import create_app
@@ -96,6 +99,22 @@ async def answer(request: LLMRequest) -> str | Reply:
     return f"echo: {text}"
 
 
+def reflect(request: LLMRequest) -> str:
+    """The reflector's model: an insight for every session whose label starts with "Lit"."""
+    found = re.findall(r"\[session_id=([^\]]+)\] (Lit[^:]*):", request.messages[-1].content)
+    insights = [{"session_id": sid, "content": f"A note for {label}."} for sid, label in found]
+    return json.dumps({"synthesis": "Everything is on track.", "insights": insights})
+
+
+PROFILES = {
+    "critic": ForkProfile(
+        system_prompt_fn=lambda variables: f"You critique {variables.get('topic', 'everything')}.",
+        system_prompt_mode="preset",
+        description="a critic of vars.topic",
+    )
+}
+
+
 class SlowStreamLLM(FunctionLLM):
     """A scripted model whose text arrives a word every ``delay`` seconds, as a real provider's would."""
 
@@ -124,7 +143,14 @@ class ServerThread:
         self.url = ""
 
     def agent_of(self, store: Any, space: str) -> Agent:
-        agent = Agent(store, llm=self.llm, tools=[add, wait_for_gate], builtin_tools=["create_session"])
+        agent = Agent(
+            store,
+            llm=self.llm,
+            tools=[add, wait_for_gate],
+            builtin_tools=["create_session"],
+            profiles=PROFILES,
+            reflector=Reflector(FunctionLLM(reflect)),
+        )
         self.agents[space] = agent
         return agent
 

@@ -56,8 +56,15 @@ export function confirmDialog(title, message, confirmLabel) {
   });
 }
 
-function field(label, control, hint) {
-  return h('label', { class: 'field' }, h('span', { text: label }), control, hint ? h('small', { text: hint }) : null);
+let fieldCount = 0;
+
+// A labelled form control (label, control, optional hint), linked by ids for assistive technology.
+export function field(label, control, hint) {
+  fieldCount += 1;
+  control.id = control.id || `field-${fieldCount}`;
+  const note = hint ? h('small', { id: `${control.id}-hint`, text: hint }) : null;
+  if (note) control.setAttribute('aria-describedby', note.id);
+  return h('div', { class: 'field' }, h('label', { for: control.id, text: label }), control, note);
 }
 
 function parseVars(text) {
