@@ -32,6 +32,13 @@ FORK_LANGGRAPH_TURN = "LangGraph invoke from a past checkpoint (fork + 1 turn)"
 FORK_AGENTS = "Agents SDK create_branch_from_turn"
 FORK_AGENTS_TURN = "Agents SDK create_branch_from_turn + 1 turn"
 
+SERVER_P50 = "p50 per-turn latency, ms"
+SERVER_P99 = "p99 per-turn latency, ms"
+SERVER_RATE = "throughput, turns/s"
+STREAMS_OPEN = "open a stream, ms each"
+STREAMS_P50 = "p50 delivery to all streams, ms"
+STREAMS_P99 = "p99 delivery to all streams, ms"
+
 PEERS = ("langgraph", "agents")
 
 
@@ -72,11 +79,37 @@ class Sizes:
     """Timed repetitions inside the one process of each B3 and B4 case."""
     diagnostics: bool = True
     """Also the control and diagnostic rows (real-turn history, stellate's own SQL, prototype fixes)."""
+    b6_c: tuple[int, ...] = (1, 10, 100)
+    """B6: concurrent sessions through HTTP."""
+    b6_turns: int = 20
+    """B6: timed turns per session."""
+    b6_streams: tuple[int, ...] = (10, 100, 500)
+    """B6: SSE streams held at once."""
 
 
 FULL = Sizes((100, 1000, 10000), (1000, 10000, 100000), 100000, 10000, 50, 20, 10, 200, 8, 5, 3, 5)
-QUICK = Sizes((100, 1000), (1000, 10000), 10000, 1000, 20, 5, 5, 100, 5, 3, 2, 2, diagnostics=False)
-SMOKE = Sizes((3,), (60,), 60, 6, 2, 2, 2, 3, 2, 1, 1, 1)
+QUICK = Sizes(
+    (100, 1000),
+    (1000, 10000),
+    10000,
+    1000,
+    20,
+    5,
+    5,
+    100,
+    5,
+    3,
+    2,
+    2,
+    diagnostics=False,
+    b6_c=(1, 10),
+    b6_turns=5,
+    b6_streams=(10, 100),
+)
+SMOKE = Sizes((3,), (60,), 60, 6, 2, 2, 2, 3, 2, 1, 1, 1, b6_c=(2,), b6_turns=2, b6_streams=(2,))
+
+#: B6's mock model answers after this many milliseconds.
+B6_LATENCY_MS = 50
 
 
 def _b1(bench: str, db: str, sizes: Sizes) -> list[Case]:
@@ -144,6 +177,20 @@ def _b4(sizes: Sizes) -> list[Case]:
     ]
 
 
+def _b6(sizes: Sizes) -> list[Case]:
+    rows = {"p50": SERVER_P50, "p99": SERVER_P99, "rate": SERVER_RATE}
+    turns = [
+        Case("B6", c, "server.b6", {"sessions": c, "turns": sizes.b6_turns, "latency_ms": B6_LATENCY_MS}, rows)
+        for c in sizes.b6_c
+    ]
+    rows = {"open": STREAMS_OPEN, "p50": STREAMS_P50, "p99": STREAMS_P99}
+    streams = [
+        Case("B6-streams", n, "server.b6_streams", {"streams": n, "events": 20, "latency_ms": B6_LATENCY_MS}, rows)
+        for n in sizes.b6_streams
+    ]
+    return turns + streams
+
+
 def _diagnostic(case: Case) -> bool:
     return case.patched or case.case == "raw.b1_shape" or bool(case.params.get("real"))
 
@@ -163,4 +210,6 @@ def cases(sizes: Sizes, benches: set[str]) -> list[Case]:
         out += _b1("B5-turn", "pg", sizes)
     if "B5" in benches or "B5-FORK" in benches:
         out += _b2("B5-fork", "pg", sizes)
+    if "B6" in benches:
+        out += _b6(sizes)
     return out if sizes.diagnostics else [c for c in out if not _diagnostic(c)]

@@ -20,8 +20,10 @@ TITLES = {
     "B4": "B4 — digests of a forest (ms for the whole list)",
     "B5-turn": "B5 — per-turn overhead on PostgreSQL (ms per turn)",
     "B5-fork": "B5 — fork on PostgreSQL (ms per fork)",
+    "B6": "B6 — turns through HTTP (`stellate.server`, SQLite, mock model answering in 50 ms; C = concurrent sessions)",
+    "B6-streams": "B6 — the space's event stream (SSE) held by N clients at once; one event fanned out to all",
 }
-AXIS = {"B1": "H", "B2": "N", "B3": "N", "B4": "S", "B5-turn": "H", "B5-fork": "N"}
+AXIS = {"B1": "H", "B2": "N", "B3": "N", "B4": "S", "B5-turn": "H", "B5-fork": "N", "B6": "C", "B6-streams": "N"}
 
 
 @dataclass
@@ -199,4 +201,14 @@ def render(t: Tables) -> list[str]:
     for bench, unit in (("B3", "event"), ("B4", "session")):
         if t.xs(bench):
             lines += ["", *_per_item(t, bench, unit)]
+    for bench in ("B6", "B6-streams"):
+        if t.xs(bench):
+            lines += ["", *t.timing(bench), *SERVER_NOTE]
     return lines
+
+
+SERVER_NOTE = [
+    "",
+    "Server and client are separate processes on this machine's cores; latency is what the client measures",
+    "(request sent to response read), the model's 50 ms included. Cells are medians over repetitions.",
+]

@@ -25,6 +25,7 @@ MODULES = {
     "raw": "bench.raw_cases",
     "langgraph": "bench.langgraph_cases",
     "agents": "bench.agents_cases",
+    "server": "bench.server_cases",
 }
 
 

@@ -187,6 +187,7 @@ ERROR_CODES: dict[str, str] = {
     "split_rejected": "the split guard refused the fork (too few turns or cooling down)",
     "llm_error": "the model call failed",
     "provider_error": "the provider answered with an error after retries",
+    "reply_unstorable": "the model's reply holds characters no store keeps (NUL, lone surrogate); the turn ended",
     "context_too_large": "the input does not fit the model's context even after compression",
     "session_archived": "the session is archived and read-only",
     "schema_behind": "the database needs migrating; run `stellate db migrate`",

@@ -9,7 +9,7 @@ from collections.abc import AsyncIterator
 
 import pytest
 
-from stellate import Agent
+from stellate import Agent, SessionConfig
 from stellate.engine.events import RoundStart, TurnFinished
 from stellate.errors import SessionBusyError, UsageError
 from stellate.llm.scripted import Delay, ScriptedLLM
@@ -133,3 +133,31 @@ async def test_finished_turns_release_the_lease(store: MemoryStore) -> None:
     seen = [e async for e in agent.stream(sid, "hi")]
     assert isinstance(seen[-1], TurnFinished)
     assert (await store.get_session(SessionId(sid))).lease is None
+
+
+async def test_scheduled_consolidation_runs_once_per_trigger_across_agents(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from stellate.store.sqlite import SqliteStore
+
+    store = await SqliteStore.open(f"sqlite:///{Path(str(tmp_path)) / 'shared.db'}")
+    calls: list[int] = []
+
+    async def slow_consolidate(memory: str | None, messages: object) -> str:
+        calls.append(len(calls))
+        await asyncio.sleep(0.2)
+        return f"memory {len(calls)}"
+
+    config = SessionConfig(consolidate_fn=slow_consolidate)
+    agents = [Agent(store, llm=ScriptedLLM(default="ok"), defaults=config, consolidate_every=2) for _ in range(2)]
+    sid = (await agents[0].create_session(label="s")).id
+    for n in range(8):  # turns alternate between two agents that both schedule consolidations
+        await agents[n % 2].turn(sid, f"turn {n}")
+        await asyncio.sleep(0.05)
+    for agent in agents:
+        await agent.close()
+    events = await store.read_events(SessionId(sid))
+    consolidations = [e.data["turn"] for e in events if e.type == "memory/put"]
+    assert consolidations == sorted(set(consolidations)), "no trigger consolidated twice"
+    assert len(calls) == len(consolidations) and consolidations[-1] >= 6
+    await store.close()

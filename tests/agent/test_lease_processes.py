@@ -96,6 +96,7 @@ async def test_a_second_process_gets_session_busy_and_the_first_turn_completes(
     assert info.value.code == "session_busy" and ":agent-" in info.value.details["holder"]
     assert await store.read_events(SessionId(sid)) == before, "a refused writer writes nothing"
     assert [m.content for m in await agent.list_messages(sid)] == ["question of the holder"], "readers see the turn"
+    assert (await agent.get_session_digest(sid)).turn_open
     assert await store.read_events(SessionId(sid)) == before, "reading never repairs a live turn"
 
     go.touch()

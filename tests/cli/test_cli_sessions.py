@@ -188,3 +188,18 @@ def test_short_copies_and_pipes_draw_no_bar(
     monkeypatch.setenv("TTY_COMPATIBLE", "1")
     short = cli("sessions", "export", forest.root, str(tmp_path / "r.jsonl"))
     assert short.status == 0 and "exporting" not in short.err
+
+
+def test_an_import_that_is_not_utf8_is_bad_format_and_writes_nothing(
+    cli: Run, forest: Forest, db: Path, tmp_path: Path
+) -> None:
+    target = tmp_path / "root.jsonl"
+    assert cli("sessions", "export", forest.root, str(target)).status == 0
+    lines = target.read_bytes().splitlines(keepends=True)
+    lines[2] = lines[2].replace(b'"data":{', b'"data":{"note":"caf\xe9",')
+    target.write_bytes(b"".join(lines))
+    before = session_ids(db)
+    result = cli("sessions", "import", str(target), "--id", "latin1")
+    assert result.status == EXIT_STATUS["bad_format"] == 8
+    assert "line 3" in result.err and "[bad_format]" in result.err
+    assert session_ids(db) == before

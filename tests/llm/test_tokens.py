@@ -1,11 +1,12 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from types import ModuleType
 
 from stellate.llm.tokens import (
     PER_MESSAGE_OVERHEAD,
+    CachingTokenCounter,
     HeuristicTokenCounter,
     TiktokenCounter,
     default_token_counter,
@@ -60,3 +61,20 @@ def test_offline_tokenizer_counts_real_tokens(require_extra: Callable[[str, str]
     assert counter.count([UserMessage(content="<|endoftext|>")]) > PER_MESSAGE_OVERHEAD
     heuristic = HeuristicTokenCounter().count(HISTORY)
     assert 0.5 * heuristic <= counter.count(HISTORY) <= 1.5 * heuristic
+
+
+def test_caching_counter_measures_each_message_once_and_sums_like_its_counter() -> None:
+    measured: list[Message] = []
+
+    class Spy:
+        def count(self, messages: Sequence[Message]) -> int:
+            measured.extend(messages)
+            return HeuristicTokenCounter().count(messages)
+
+    cached = CachingTokenCounter(Spy(), size=2)
+    assert cached.count(HISTORY[:2]) == HeuristicTokenCounter().count(HISTORY[:2])
+    assert cached.count(HISTORY[:2]) == HeuristicTokenCounter().count(HISTORY[:2])
+    assert measured == HISTORY[:2]
+    cached.count(HISTORY[2:3])  # the oldest entry is forgotten
+    cached.count(HISTORY[:1])
+    assert measured == [*HISTORY[:3], HISTORY[0]]

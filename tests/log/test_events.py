@@ -3,7 +3,7 @@ from __future__ import annotations
 import pytest
 
 from stellate.errors import FormatError
-from stellate.log import NewEvent, validate_event
+from stellate.log import NewEvent, find_unstorable, storable_text, validate_event
 
 
 def test_known_event_returns_compact_json() -> None:
@@ -38,3 +38,24 @@ def test_unknown_type_needs_ignorable() -> None:
 def test_turn_end_reason_is_a_closed_vocabulary() -> None:
     with pytest.raises(FormatError, match="reason"):
         validate_event(NewEvent(type="turn/end", data={"turn": 1, "reason": "done"}))
+
+
+@pytest.mark.parametrize(
+    ("text", "fixed", "count"),
+    [
+        ("plain é 中文 😀", "plain é 中文 😀", 0),
+        ("a\x00b", "a\ufffdb", 1),
+        ("lone \ud800 and \udfff", "lone \ufffd and \ufffd", 2),
+        ("\ud83d\ude00", "\ufffd\ufffd", 2),  # a pair left as two code points is not text a store keeps
+    ],
+)
+def test_storable_text_replaces_what_a_store_refuses(text: str, fixed: str, count: int) -> None:
+    assert storable_text(text) == (fixed, count)
+    assert find_unstorable({"content": fixed}) is None
+    validate_event(NewEvent(type="user/message", data={"content": fixed}))
+
+
+def test_find_unstorable_names_the_problem_anywhere_in_the_data() -> None:
+    assert find_unstorable({"a": [{"b": "x\x00"}]}) == "a NUL character, which PostgreSQL cannot store"
+    assert "surrogate" in str(find_unstorable({"k\ud800": 1}))
+    assert find_unstorable({"content": "fine", "n": 1.5}) is None

@@ -9,6 +9,7 @@ from stellate.log import (
     derive_transcript,
     sanitize_messages,
 )
+from stellate.log.transcript import INTERRUPTED_REPLY_NOTE
 
 
 def build(*specs: tuple[str, dict[str, object]]) -> list[Event]:
@@ -87,3 +88,13 @@ def test_sanitize_drops_incomplete_groups_and_orphan_results() -> None:
         AssistantMessage(content="", tool_calls=(call,)),
         ToolMessage(call_id="x", name="t", content="ok"),
     ]
+
+
+def test_an_interrupted_reply_reaches_the_model_marked_as_cut_off() -> None:
+    specs = turn(1, "a", None, reason="error")
+    specs.insert(3, ("assistant/message", {"content": "partial reply th", "tool_calls": [], "interrupted": True}))
+    events = build(*specs, *turn(2, "go on", "done"))
+    messages = derive_transcript(events).messages
+    assert messages[1] == AssistantMessage(content="partial reply th" + INTERRUPTED_REPLY_NOTE)
+    assert "cut off" in INTERRUPTED_REPLY_NOTE
+    assert [m.content for m in messages[2:]] == ["go on", "done"]

@@ -16,7 +16,8 @@ from typing import Any
 import httpx
 import pytest
 import uvicorn
-from server_support import add
+from fastapi import FastAPI
+from server_support import Keys, add, bearer, make_agent
 
 from stellate import Agent, tool
 from stellate.llm.scripted import Reply, ScriptedLLM, tool_call
@@ -41,26 +42,33 @@ class Live:
     llm: ScriptedLLM
 
 
+@contextlib.asynccontextmanager
+async def running(app: FastAPI) -> AsyncIterator[tuple[str, uvicorn.Server]]:
+    """``app`` on a real uvicorn at a random port of 127.0.0.1, always stopped afterwards."""
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1))
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    try:
+        while not server.started:
+            await asyncio.sleep(0.01)
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}/v1", server
+    finally:
+        server.should_exit = True
+        await asyncio.wait_for(task, 10)
+        sock.close()
+
+
 @pytest.fixture
 async def live(store: BaseStore) -> AsyncIterator[Live]:
     GATE["open"] = asyncio.Event()
     llm = ScriptedLLM(default=lambda request: f"echo: {request.messages[-1].content}")
     agent = Agent(store, llm=llm, tools=[add, wait_for_gate])
-    app = create_app(agent, shutdown_grace=0.2)
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(app, log_level="warning", timeout_graceful_shutdown=1)
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        await asyncio.sleep(0.01)
     try:
-        yield Live(f"http://127.0.0.1:{sock.getsockname()[1]}/v1", server, agent, llm)
+        async with running(create_app(agent, shutdown_grace=0.2)) as (url, server):
+            yield Live(url, server, agent, llm)
     finally:
         GATE["open"].set()
-        server.should_exit = True
-        await asyncio.wait_for(task, 10)
-        sock.close()
 
 
 async def sse(response: httpx.Response) -> AsyncIterator[tuple[str, str | None, dict[str, Any]]]:
@@ -207,3 +215,32 @@ async def test_shutdown_aborts_a_running_turn_cleanly(live: Live) -> None:
             break
         await asyncio.sleep(0.02)
     assert events[-1].type == "turn/end" and events[-1].data["reason"] == "aborted"
+
+
+async def test_a_space_never_sees_another_spaces_events(store: BaseStore, keys: Keys) -> None:
+    llm = ScriptedLLM(default="ok")
+    app = create_app(
+        make_agent(store, llm), spaces=lambda space: make_agent(store.in_space(space), llm), keys=keys.ring
+    )
+    async with running(app) as (url, _), httpx.AsyncClient(base_url=url, timeout=10) as http:
+        alpha, beta = bearer(keys.alpha), bearer(keys.beta)
+        seen: dict[str, list[str]] = {"alpha": [], "beta": []}
+
+        async def watch(name: str, headers: dict[str, str]) -> None:
+            async with http.stream("GET", "/events", headers=headers) as response:
+                async for _, _, data in sse(response):
+                    seen[name].append(data["label"])
+
+        watchers = [asyncio.create_task(watch("alpha", alpha)), asyncio.create_task(watch("beta", beta))]
+        await asyncio.sleep(0.3)  # both subscriptions are registered
+        await http.post("/sessions", json={"label": "alpha-secret"}, headers=alpha)
+        await http.post("/sessions", json={"label": "beta-own"}, headers=beta)
+        for _ in range(200):
+            if seen["alpha"] and seen["beta"]:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.1)
+        for watcher in watchers:
+            watcher.cancel()
+        await asyncio.gather(*watchers, return_exceptions=True)
+    assert seen == {"alpha": ["alpha-secret"], "beta": ["beta-own"]}

@@ -94,10 +94,15 @@ async def test_cancel_aborts_the_running_turn(client: httpx.AsyncClient, llm: Sc
     assert (await client.post(f"/sessions/{sid}/turns/current/cancel")).json() == {"cancelled": False}
 
 
-async def test_provider_failure_is_a_503_and_a_recorded_error(client: httpx.AsyncClient, llm: ScriptedLLM) -> None:
+async def test_provider_failure_is_a_503_and_a_recorded_error(
+    client: httpx.AsyncClient, llm: ScriptedLLM, app: FastAPI
+) -> None:
     llm.push(ProviderError("upstream down", provider="scripted"))
     sid = await new_session(client)
+    errors: list[object] = []
+    app.state.stellate.spaces.agent("default").add_hook(errors.append, types=["error"])
     response = await client.post(f"/sessions/{sid}/turns", json={"content": "hi"})
+    assert [(e.source, e.code, e.session_id) for e in errors] == [("turn", "provider_error", sid)]  # type: ignore[attr-defined]
     assert response.status_code == 503 and response.json()["code"] == "provider_error"
     assert "Traceback" not in response.text
     last = (await client.get(f"/sessions/{sid}/events")).json()["events"][-1]

@@ -17,6 +17,7 @@ from typing import Any
 from stellate.agent._locks import SessionLocks
 from stellate.agent.bus import EventBus, Hook
 from stellate.agent.reflector import Reflection, Reflector
+from stellate.agent.relay import EventRelay
 from stellate.agent.runtime import BUILTIN_TOOLS, Registries, frozen_config
 from stellate.agent.topology import SessionDigest, TopologyNode, build_forest, digest_of
 from stellate.engine.config import ForkOptions, ForkProfile, SessionConfig
@@ -46,10 +47,13 @@ from stellate.session.session import Session
 from stellate.session.types import Durability, Language, SessionRuntime
 from stellate.store import BaseStore, SessionId, SessionRecord, open_store
 from stellate.store.base import DEFAULT_LEASE_TTL, lease_owner
+from stellate.store.signals import LocalSignals
 
 __all__ = ["Agent"]
 
 DEFAULT_STORE = "sqlite:///stellate.db"
+#: Seconds a process may spend on a scheduled consolidation before another may take the work over.
+CONSOLIDATION_CLAIM_TTL = 300.0
 #: Sessions whose in-memory history the agent keeps between calls.
 SESSION_CACHE_SIZE = 256
 
@@ -78,6 +82,9 @@ class Agent:
             the same store — runs a turn on the session, before `SessionBusyError`; 0 fails at once.
         lease_ttl: Seconds a session's lease lasts unless renewed (every third of it while a turn runs): how
             long a session stays blocked after its writer died mid-turn.
+        share_events: Send this agent's events to the agents of other processes on the same store and space, and
+            theirs to this agent's subscribers (text chunks of their running turns included). None: on when the
+            store carries signals between processes (PostgreSQL).
     """
 
     def __init__(
@@ -100,6 +107,7 @@ class Agent:
         durability: Durability = "step",
         busy_timeout: float = 30.0,
         lease_ttl: float = DEFAULT_LEASE_TTL,
+        share_events: bool | None = None,
     ) -> None:
         unknown = set(builtin_tools) - set(BUILTIN_TOOLS)
         if unknown:
@@ -144,6 +152,10 @@ class Agent:
         self._live: dict[str, SessionConfig] = {}
         self._tasks: set[asyncio.Task[None]] = set()
         self._open_lock = asyncio.Lock()
+        self._share_events = share_events
+        self._relay: EventRelay | None = None
+        if self._store is not None:
+            self._connect_relay(self._store)
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -154,12 +166,23 @@ class Agent:
                 if self._store is None:
                     assert isinstance(self._store_or_url, str)
                     self._store = await open_store(self._store_or_url)
+                    self._connect_relay(self._store)
         return self._store
+
+    def _connect_relay(self, store: BaseStore) -> None:
+        shared = self._share_events
+        if shared is None:
+            shared = not isinstance(store.signals, LocalSignals)
+        if shared and self._relay is None:
+            self._relay = EventRelay(owner=self.owner, store=self.store, bus=self.events)
+            self.events.add_hook(self._relay.send)
 
     async def close(self) -> None:
         """Wait for background consolidations, then close the store (if the agent opened it)."""
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._relay is not None:
+            await self._relay.close()
         if self._store is not None and isinstance(self._store_or_url, str):
             await self._store.close()
             self._store = None
@@ -457,9 +480,12 @@ class Agent:
         """Call ``hook(event)`` for every event (or those of ``types``); returns a remover."""
         return self.events.add_hook(hook, types=types)
 
-    def subscribe(self, types: Collection[str] | None = None) -> AsyncIterator[AgentEvent]:
-        """Iterate over events published from now on."""
-        return self.events.subscribe(types)
+    async def subscribe(self, types: Collection[str] | None = None) -> AsyncIterator[AgentEvent]:
+        """Iterate over events published from now on (by other processes too, with ``share_events``)."""
+        if self._relay is not None:
+            await self._relay.start_receiving()
+        async for event in self.events.subscribe(types):
+            yield event
 
     # -- consolidation ---------------------------------------------------------------------------
 
@@ -473,9 +499,27 @@ class Agent:
         lock = self._consolidating.setdefault(session.id, asyncio.Lock())
         if lock.locked():
             return
-        task = asyncio.get_running_loop().create_task(self._consolidate_reporting(session))
+        task = asyncio.get_running_loop().create_task(self._consolidate_once(session, every))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
+
+    async def _consolidate_once(self, session: Session, every: int) -> None:
+        """A scheduled consolidation, done by one process only when several share the store.
+
+        The claim keeps other processes off while this one runs; the due check is then made again against the
+        store, so a process that finished the same consolidation a moment ago is not repeated. A process that
+        dies mid-way leaves its claim to lapse; the session's next turn, anywhere, schedules the work again.
+        """
+        store = await self.store()
+        claim = await store.claim(f"consolidate:{session.id}", owner=self.owner, ttl=CONSOLIDATION_CLAIM_TTL)
+        if claim is None:
+            return
+        try:
+            done = await _consolidated_turn(store, session)
+            if session.history.cursor.last_turn - max(done, session.history.consolidated_turn) >= every:
+                await self._consolidate_reporting(session)
+        finally:
+            await store.release_claim(claim)
 
     async def _consolidate_reporting(self, session: Session) -> None:
         try:
@@ -548,6 +592,13 @@ class Agent:
             lease_ttl=self.lease_ttl,
             busy_timeout=self.busy_timeout,
         )
+
+
+async def _consolidated_turn(store: BaseStore, session: Session) -> int:
+    """The turn the session's newest consolidation covered, read from the store (0 when never consolidated)."""
+    own = session.record.inherited  # as in the history's fold: a fork does not inherit its source's memory
+    puts = await store.read_events(session.id, start=own, types=("memory/put",), reverse=True, limit=50)
+    return next((e.data["turn"] for e in puts if "turn" in e.data), 0)
 
 
 def _overlay(base: SessionConfig, over: SessionConfig | None, system_prompt: str | None) -> SessionConfig:

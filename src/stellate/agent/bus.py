@@ -41,14 +41,18 @@ class EventBus:
 
     async def publish(self, event: AgentEvent) -> None:
         """Deliver ``event`` to subscribers, then to hooks."""
+        await self.publish_remote(event)
+        for entry in list(self._hooks):
+            if entry.types is None or event.type in entry.types:
+                await self._call(entry.hook, event)
+
+    async def publish_remote(self, event: AgentEvent) -> None:
+        """Deliver an event another process published to subscribers only (its hooks ran where it happened)."""
         for queue, types in list(self._queues):
             if types is None or event.type in types:
                 if queue.full():
                     queue.get_nowait()
                 queue.put_nowait(event)
-        for entry in list(self._hooks):
-            if entry.types is None or event.type in entry.types:
-                await self._call(entry.hook, event)
 
     async def _call(self, hook: Hook, event: AgentEvent) -> None:
         try:

@@ -23,6 +23,8 @@ class SessionDigest:
     turn_count: int
     last_activity: int
     """Epoch milliseconds of the newest event."""
+    turn_open: bool = False
+    """Whether a turn is in progress (or was left open by a writer that died; the next turn repairs it)."""
 
 
 def digest_of(record: SessionRecord) -> SessionDigest:
@@ -37,6 +39,7 @@ def digest_of(record: SessionRecord) -> SessionDigest:
         insight=slots.insight,
         turn_count=record.turn_count,
         last_activity=slots.last_activity,
+        turn_open=record.cursor.turn_open,
     )
 
 

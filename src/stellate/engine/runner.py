@@ -137,9 +137,12 @@ class TurnRunner:
             await turn.record_tool_call(call)
         results = await asyncio.gather(*(self._call(call) for call in calls))
         tally.tool_calls += len(calls)
-        await turn.record_tool_results([(c, r.content, r.is_error) for c, r in zip(calls, results, strict=True)])
-        for call, outcome in zip(calls, results, strict=True):
-            yield ToolCallFinished(session_id=sid, call=call, content=outcome.content, is_error=outcome.is_error)
+        # What the model will read, made storable by the turn (a tool may return a NUL), is what hooks see too.
+        recorded = await turn.record_tool_results(
+            [(c, r.content, r.is_error) for c, r in zip(calls, results, strict=True)]
+        )
+        for call, outcome, content in zip(calls, results, recorded, strict=True):
+            yield ToolCallFinished(session_id=sid, call=call, content=content, is_error=outcome.is_error)
 
     async def _call(self, call: ToolCall) -> ToolResult:
         context = ToolContext(

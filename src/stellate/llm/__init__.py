@@ -17,6 +17,7 @@ from stellate.llm.registry import (
 )
 from stellate.llm.scripted import Delay, FunctionLLM, Reply, ScriptedLLM, ScriptStep, response_events, tool_call
 from stellate.llm.tokens import (
+    CachingTokenCounter,
     HeuristicTokenCounter,
     TiktokenCounter,
     default_token_counter,
@@ -41,6 +42,7 @@ from stellate.llm.types import (
 )
 
 __all__ = [
+    "CachingTokenCounter",
     "BUILTIN_ADAPTERS",
     "DEFAULT_MAX_OUTPUT_TOKENS",
     "AdapterFactory",

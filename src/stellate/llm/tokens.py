@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import importlib
 import math
+from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Protocol
 
@@ -24,6 +25,7 @@ from stellate.log.messages import AssistantMessage, Message, ToolMessage
 __all__ = [
     "CHARS_PER_TOKEN",
     "PER_MESSAGE_OVERHEAD",
+    "CachingTokenCounter",
     "HeuristicTokenCounter",
     "TiktokenCounter",
     "default_token_counter",
@@ -93,6 +95,39 @@ class TiktokenCounter:
         # disallowed_special=() lets text that merely contains "<|endoftext|>" be counted instead of refused.
         encode = self._encoding.encode
         return sum(len(encode(message_text(m), disallowed_special=())) + PER_MESSAGE_OVERHEAD for m in messages)
+
+
+class CachingTokenCounter:
+    """Measures each distinct message once with ``counter``, then reuses the count.
+
+    A session estimates its next prompt several times per model call, and the open turn's messages (a
+    20 MB paste among them) are in every estimate: without reuse each is tokenized again every time.
+    The total is the sum of per-message counts, which suits counters that count messages independently, as
+    both built-in ones do. Messages are immutable values, so a count never goes stale.
+
+    Args:
+        counter: The counter that measures a message the first time it is seen.
+        size: How many messages to remember (least recently used are forgotten first).
+    """
+
+    def __init__(self, counter: TokenCounter, *, size: int = 512) -> None:
+        self.counter = counter
+        self._size = size
+        self._counts: OrderedDict[Message, int] = OrderedDict()
+
+    def count(self, messages: Sequence[Message]) -> int:
+        """Prompt tokens of ``messages``: the sum of their remembered or newly measured counts."""
+        counts, total = self._counts, 0
+        for message in messages:
+            found = counts.get(message)
+            if found is None:
+                found = counts[message] = self.counter.count((message,))
+                if len(counts) > self._size:
+                    counts.popitem(last=False)
+            else:
+                counts.move_to_end(message)
+            total += found
+        return total
 
 
 @functools.cache

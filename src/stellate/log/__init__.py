@@ -11,8 +11,10 @@ from stellate.log.events import (
     JsonObject,
     NewEvent,
     TurnEndReason,
+    find_unstorable,
     make_event,
     now_ms,
+    storable_text,
     validate_event,
 )
 from stellate.log.fork import check_explicit_boundary, clip_to_completed_turn, resolve_anchor
@@ -29,10 +31,18 @@ from stellate.log.messages import (
 )
 from stellate.log.repair import repair_events
 from stellate.log.state import SessionStatus, Slots, fold_slots
-from stellate.log.transcript import Transcript, TranscriptFold, derive_transcript, event_messages, sanitize_messages
+from stellate.log.transcript import (
+    INTERRUPTED_REPLY_NOTE,
+    Transcript,
+    TranscriptFold,
+    derive_transcript,
+    event_messages,
+    sanitize_messages,
+)
 
 __all__ = [
     "EVENT_TYPES",
+    "INTERRUPTED_REPLY_NOTE",
     "SURFACE_TYPES",
     "TURN_MARKERS",
     "AssistantMessage",
@@ -57,6 +67,7 @@ __all__ = [
     "clip_to_completed_turn",
     "derive_transcript",
     "event_messages",
+    "find_unstorable",
     "fold_slots",
     "make_event",
     "message_from_json",
@@ -65,5 +76,6 @@ __all__ = [
     "repair_events",
     "resolve_anchor",
     "sanitize_messages",
+    "storable_text",
     "validate_event",
 ]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import time as _time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -28,7 +29,9 @@ __all__ = [
     "NewEvent",
     "TurnEndReason",
     "make_event",
+    "find_unstorable",
     "now_ms",
+    "storable_text",
     "validate_event",
 ]
 
@@ -228,6 +231,24 @@ def _lossless_json(data: object, event_type: str) -> str:
 
 
 _JSON_TYPES = (str, dict, list, float, int, bool, type(None))
+# Characters no store keeps: NUL (PostgreSQL text refuses it) and surrogates, which in a Python str are
+# always unpaired (a valid pair decodes to one code point) and so not valid UTF-8.
+_UNSTORABLE_CHARS = re.compile("[\x00\ud800-\udfff]")
+
+
+def find_unstorable(value: object) -> str | None:
+    """What in ``value`` a store would refuse (a NUL, a lone surrogate, a non-JSON value), or None.
+
+    The check `validate_event` makes, for a writer that wants to know before it stages an event.
+    """
+    return _unstorable(value)
+
+
+def storable_text(text: str) -> tuple[str, int]:
+    """``text`` with every NUL and lone surrogate replaced by U+FFFD, and how many were replaced."""
+    if _bad_text(text) is None:
+        return text, 0
+    return _UNSTORABLE_CHARS.subn("\ufffd", text)
 
 
 def _unstorable(value: object) -> str | None:

@@ -3,6 +3,10 @@
 The result is always a valid provider transcript: no tool call without its result, no result without
 its call, no empty assistant message. A turn that ended without any assistant output (failed or aborted
 early) contributes nothing; its events stay in the log for audit.
+
+A reply whose stream broke (``assistant/message {interrupted: true}``) is kept, because the person saw it
+and may refer to it, but it ends with `INTERRUPTED_REPLY_NOTE`: replayed bare, the model would take the
+fragment for a reply it finished.
 """
 
 from __future__ import annotations
@@ -14,7 +18,17 @@ from dataclasses import dataclass, field
 from stellate.log.events import Event
 from stellate.log.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage, message_from_json
 
-__all__ = ["Transcript", "TranscriptFold", "derive_transcript", "event_messages", "sanitize_messages"]
+__all__ = [
+    "INTERRUPTED_REPLY_NOTE",
+    "Transcript",
+    "TranscriptFold",
+    "derive_transcript",
+    "event_messages",
+    "sanitize_messages",
+]
+
+#: Appended, in the model's transcript only, to a reply whose stream broke before it finished.
+INTERRUPTED_REPLY_NOTE = "\n\n[This reply was cut off before it finished: it is incomplete.]"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -37,7 +51,8 @@ def event_messages(event: Event) -> list[Message]:
         calls = tuple(ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"]) for c in data["tool_calls"])
         if not data["content"] and not calls:
             return []
-        return [AssistantMessage(content=data["content"], tool_calls=calls)]
+        content = data["content"] + INTERRUPTED_REPLY_NOTE if data.get("interrupted") else data["content"]
+        return [AssistantMessage(content=content, tool_calls=calls)]
     if event.type == "tool/result":
         return [
             ToolMessage(call_id=data["call_id"], name=data["name"], content=data["content"], is_error=data["is_error"])

@@ -57,19 +57,7 @@ def create_app(
         store_name=store_name,
         shutdown_grace=shutdown_grace,
     )
-
-    @contextlib.asynccontextmanager
-    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        yield
-        await state.turns.shutdown(state.shutdown_grace)
-        await state.spaces.close()
-
-    app = FastAPI(
-        title="stellate",
-        version=__version__,
-        description=_DESCRIPTION,
-        lifespan=lifespan,
-    )
+    app = FastAPI(title="stellate", version=__version__, description=_DESCRIPTION, lifespan=_lifespan)
     app.state.stellate = state
     install_problem_handlers(app)
     for module in (sessions, turns, forks, log, meta):
@@ -77,3 +65,12 @@ def create_app(
     install_ui(app)
     app.add_middleware(BodyLimit, max_bytes=max_body)
     return app
+
+
+@contextlib.asynccontextmanager
+async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
+    """At shutdown: running turns get their grace period, then every space's agent is closed."""
+    yield
+    state: ServerState = app.state.stellate
+    await state.turns.shutdown(state.shutdown_grace)
+    await state.spaces.close()

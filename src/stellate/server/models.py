@@ -38,7 +38,6 @@ __all__ = [
 ]
 
 SESSION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
-Text = Field(max_length=1_000_000)
 
 
 class _Body(BaseModel):
@@ -57,13 +56,13 @@ class CreateSessionBody(_Body):
 class TurnBody(_Body):
     """A user message opening a turn."""
 
-    content: str = Field(min_length=1, max_length=1_000_000)
+    content: str = Field(min_length=1, max_length=200_000)
 
 
 class ContentBody(_Body):
     """A slot's new content (memory, insight)."""
 
-    content: str = Field(max_length=1_000_000)
+    content: str = Field(max_length=200_000)
 
 
 class LabelBody(_Body):
@@ -78,8 +77,8 @@ class ForkBody(_Body):
     label: str = Field(min_length=1, max_length=500)
     context: Literal["none", "inherit", "compress"] | None = None
     """Without it: ``inherit`` when a fork point is given, else the profile's choice, else ``none``."""
-    prompt: str | None = Field(None, max_length=200_000)
-    system_prompt: str | None = Field(None, max_length=200_000)
+    prompt: str | None = Field(None, max_length=100_000)
+    system_prompt: str | None = Field(None, max_length=100_000)
     profile: str | None = None
     profile_vars: dict[str, str] | None = None
     skills: list[str] | None = None

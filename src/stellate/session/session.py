@@ -23,7 +23,7 @@ from stellate.errors import (
     StellateError,
     UsageError,
 )
-from stellate.llm.tokens import default_token_counter
+from stellate.llm.tokens import CachingTokenCounter, default_token_counter
 from stellate.llm.types import TokenCounter
 from stellate.log.events import Event, NewEvent, make_event
 from stellate.log.messages import Message, SystemMessage, message_to_json
@@ -59,12 +59,17 @@ class Session:
         self.record = record
         """Identity and lineage as stored (slots and cursor live in `history`)."""
         self.runtime = runtime
-        self.counter: TokenCounter = runtime.token_counter or default_token_counter()
+        # Shared by every estimate of the session, so each message is tokenized once (issue 11).
+        self.counter: TokenCounter = CachingTokenCounter(runtime.token_counter or default_token_counter())
         self.history = History(inherited=record.inherited, weigh=self._weigh)
         self._pending: list[NewEvent] = []
         self._flush_lock = asyncio.Lock()
         self._calibration = 0
         self._lease: Lease | None = None
+        self._unreleased: Lease | None = None
+        """A lease this object could not release (the store was busy): still ours until it lapses."""
+        self._stale = False
+        """A failed write could not be followed by a read of the store: the history may differ from it."""
 
     # -- opening ---------------------------------------------------------------------------------
 
@@ -120,6 +125,9 @@ class Session:
 
     async def refresh(self) -> None:
         """Catch up with events other writers appended since this object last wrote."""
+        if self._stale:
+            await self._reload()
+            return
         record = await self.store.get_session(self.id)
         if record.next_seq > self.history.next_seq and not self._pending:
             self.history.absorb(await self.store.read_events(self.id, start=self.history.next_seq))
@@ -149,7 +157,7 @@ class Session:
             return
         runtime = self.runtime
         timeout = runtime.busy_timeout if wait is None else wait
-        lease, record = await self.store.acquire_lease(
+        lease, record = await self._reclaim_lease() or await self.store.acquire_lease(
             self.id, owner=runtime.lease_owner, ttl=runtime.lease_ttl, wait=timeout
         )
         self._lease = lease
@@ -168,7 +176,7 @@ class Session:
         if record.cursor.turn_open:  # nobody else holds the lease, so whoever opened this turn is gone
             await self.store.repair(self.id, lease=self._lease)
             record = await self.store.get_session(self.id)
-        if record.next_seq < self.history.next_seq or self._pending:
+        if record.next_seq < self.history.next_seq or self._pending or self._stale:
             await self._reload()
         elif record.next_seq > self.history.next_seq:
             self.history.absorb(await self.store.read_events(self.id, start=self.history.next_seq))
@@ -196,6 +204,24 @@ class Session:
             await self.store.release_lease(self.id, lease)
         except StellateError as exc:  # it lapses by itself: only the next writer's wait gets longer
             _log.warning("session %s: lease release failed (%s); it lapses at %d", self.id, exc, lease.expires_at)
+            self._unreleased = lease
+
+    async def _reclaim_lease(self) -> tuple[Lease, SessionRecord] | None:
+        """Renew the lease this object could not release, so its next turn need not wait for it to lapse.
+
+        Returns:
+            The renewed lease and the session's record; None when there is none or another writer took it since.
+        """
+        stale = self._unreleased
+        if stale is None:
+            return None
+        try:
+            lease = await self.store.renew_lease(self.id, stale, ttl=self.runtime.lease_ttl)
+        except SessionBusyError:
+            self._unreleased = None
+            return None
+        self._unreleased = None
+        return lease, await self.store.get_session(self.id)
 
     # -- identity and slots ----------------------------------------------------------------------
 
@@ -471,10 +497,13 @@ class Session:
             raise
 
     async def _reload(self) -> None:
-        self.record = await self.store.get_session(self.id)
-        self.history = History(inherited=self.record.inherited, weigh=self._weigh)
-        self.history.absorb(await self.store.read_events(self.id))
-        self._pending = []
+        # Until the store has been read, the history may hold events the store never took; when the read fails
+        # too (the store is down) the next turn or `refresh` reloads in full rather than trust it by its length.
+        self._pending, self._stale = [], True
+        record = await self.store.get_session(self.id)
+        history = History(inherited=record.inherited, weigh=self._weigh)
+        history.absorb(await self.store.read_events(self.id))
+        self.record, self.history, self._stale = record, history, False
 
     # -- token estimates -------------------------------------------------------------------------
 

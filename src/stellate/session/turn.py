@@ -13,9 +13,9 @@ from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from stellate.errors import StellateError, UsageError
+from stellate.errors import FormatError, LLMError, StellateError, UsageError
 from stellate.llm.types import LLMRequest, LLMResponse, ResponseDone, TextDelta, ToolSpec
-from stellate.log.events import NewEvent, TurnEndReason, make_event, now_ms
+from stellate.log.events import NewEvent, TurnEndReason, find_unstorable, make_event, now_ms, storable_text
 from stellate.log.messages import ToolCall, UserMessage
 from stellate.log.repair import repair_events
 from stellate.session.context import build_context, build_prefix, plan_compaction
@@ -27,6 +27,10 @@ if TYPE_CHECKING:
 __all__ = ["Turn"]
 
 _SUMMARY_ALLOWANCE = 0.1  # share of the window reserved for the summary itself when planning a compaction
+_REPLACED_NOTE = (
+    "\n\n[Note from stellate: {count} character(s) of this output (NUL or unpaired surrogates) could not be "
+    "stored and were replaced with U+FFFD.]"
+)
 
 
 class Turn:
@@ -35,6 +39,9 @@ class Turn:
     def __init__(self, session: Session, content: str) -> None:
         if not content or not content.strip():
             raise UsageError("a turn needs a non-empty user message")
+        problem = find_unstorable(content)
+        if problem is not None:
+            raise UsageError(f"the message cannot be stored: it holds {problem}; remove it and send again")
         self._session = session
         self._content = content
         self._partial: list[str] = []
@@ -113,12 +120,26 @@ class Turn:
         session = self._session
         cursor = session.history.cursor
         if cursor.step_open and not cursor.step_replied and self._partial:
-            session._stage([_assistant_event("".join(self._partial), (), None, interrupted=True)])
-        closers = repair_events(session.history.cursor, call_names=self._call_names(), time=now_ms(), reason=reason)
+            partial, _ = storable_text("".join(self._partial))
+            session._stage([_assistant_event(partial, (), None, interrupted=True)])
+        session._stage(self._closers(reason, error))
+        try:
+            # On any failure `_flush` leaves the session equal to the store. A store that was busy or gone
+            # may still show this turn open: the next turn, taking the lease, repairs it (see `Session.hold`).
+            await session._flush()
+        except FormatError as refusal:
+            # Something unstorable slipped past the checks and the store refused the whole batch. Close what
+            # the store holds, with the refusal as the turn's error.
+            session._stage(self._closers("error", refusal))
+            await session._flush()
+            raise
+
+    def _closers(self, reason: TurnEndReason, error: BaseException | None) -> list[NewEvent]:
+        cursor = self._session.history.cursor
+        closers = repair_events(cursor, call_names=self._call_names(), time=now_ms(), reason=reason)
         if closers and error is not None:
             closers[-1].data["error"] = _error_data(error)
-        session._stage(closers)
-        await session._flush()
+        return closers
 
     def _call_names(self) -> dict[str, str]:
         calls = self._session.history.pending_calls
@@ -136,13 +157,18 @@ class Turn:
         """Like `step`, yielding the model's stream events, then `SendDone` with the recorded result."""
         request = await self._open_step(tools)
         response: LLMResponse | None = None
-        async for event in self._session.runtime.llm.stream(request):
-            if isinstance(event, ResponseDone):
-                response = event.response
-                continue
-            if isinstance(event, TextDelta):
-                self._partial.append(event.text)
-            yield event
+        try:
+            async for event in self._session.runtime.llm.stream(request):
+                if isinstance(event, ResponseDone):
+                    response = event.response
+                    continue
+                if isinstance(event, TextDelta):
+                    self._partial.append(event.text)
+                yield event
+        except LLMError:
+            if response is None:
+                raise
+            # The stream broke after its final response (a connection dropped past [DONE]): the reply is whole.
         if response is None:
             raise StellateError("the model's stream ended without a final response", code="llm_error")
         yield SendDone(result=await self._finish_step(response))
@@ -167,7 +193,15 @@ class Turn:
     async def _finish_step(self, response: LLMResponse) -> SendResult:
         session, history = self._session, self._session.history
         message = response.message
-        events = [_assistant_event(message.content, message.tool_calls, response)]
+        reply = _assistant_event(message.content, message.tool_calls, response)
+        problem = find_unstorable(reply.data)
+        if problem is not None:
+            self._partial = []  # the error carries the reply; it is not kept as an interrupted message
+            raise LLMError(
+                f"the model's reply cannot be stored: it holds {problem}; as received: {_escaped_reply(response)}",
+                code="reply_unstorable",
+            )
+        events = [reply]
         if self._insight_sent:
             events.append(make_event("insight/consumed"))
         if not message.tool_calls:
@@ -196,21 +230,33 @@ class Turn:
         if self._session.runtime.durability == "step":
             await self._session._flush()
 
-    async def record_tool_result(self, call: ToolCall, content: str, *, is_error: bool = False) -> None:
-        """Record a tool's result; the step closes when its last call is answered."""
+    async def record_tool_result(self, call: ToolCall, content: str, *, is_error: bool = False) -> str:
+        """Record a tool's result; the step closes when its last call is answered.
+
+        Returns:
+            The content as recorded: characters no store keeps (NUL, unpaired surrogates) are replaced with
+            U+FFFD and a note saying so is appended, so the model knows; the turn goes on.
+        """
         history = self._session.history
-        result = {"call_id": call.id, "name": call.name, "content": content, "is_error": is_error}
+        stored, replaced = storable_text(content)
+        result: dict[str, Any] = {"call_id": call.id, "name": call.name, "content": stored, "is_error": is_error}
+        if replaced:
+            result["content"] = stored = stored + _REPLACED_NOTE.format(count=replaced)
+            result["replaced_characters"] = replaced
         events = [make_event("tool/result", result)]
         if history.cursor.unanswered == (call.id,):
             events.append(make_event("step/end", {"turn": self.number, "step": history.cursor.step}))
         self._session._stage(events)
+        return stored
 
-    async def record_tool_results(self, results: Sequence[tuple[ToolCall, str, bool]]) -> None:
-        """Record several results in call order, then write them in one batch."""
-        for call, content, is_error in results:
-            await self.record_tool_result(call, content, is_error=is_error)
+    async def record_tool_results(self, results: Sequence[tuple[ToolCall, str, bool]]) -> list[str]:
+        """Record several results in call order, then write them in one batch; returns the contents as recorded."""
+        recorded = [
+            await self.record_tool_result(call, content, is_error=is_error) for call, content, is_error in results
+        ]
         if self._session.runtime.durability == "step":
             await self._session._flush()
+        return recorded
 
     # -- compression -----------------------------------------------------------------------------
 
@@ -234,6 +280,7 @@ class Turn:
             failure = {"code": "compress_failed", "message": _describe(exc), "dropped_through_seq": plan.through_seq}
             session._stage([make_event("error/reported", failure)])
             return
+        summary, _ = storable_text(summary)
         session._stage([make_event("compaction/summary", {"through_seq": plan.through_seq, "summary": summary})])
         session._calibrate(0)
 
@@ -260,4 +307,12 @@ def _describe(exc: BaseException) -> str:
 
 def _error_data(exc: BaseException) -> dict[str, Any]:
     code = exc.code if isinstance(exc, StellateError) else "unexpected_error"
-    return {"code": code, "message": _describe(exc)}
+    message, _ = storable_text(_describe(exc))  # a provider's error text may echo what the store refuses
+    return {"code": code, "message": message}
+
+
+def _escaped_reply(response: LLMResponse) -> str:
+    """The reply as received, escaped by ``repr`` so that every character is visible and storable."""
+    message = response.message
+    calls = "".join(f"; tool call {c.name!r} with arguments {c.arguments!r}" for c in message.tool_calls)
+    return repr(message.content) + calls

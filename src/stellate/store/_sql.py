@@ -20,6 +20,7 @@ __all__ = [
     "STATE_COLUMNS",
     "event_from_row",
     "event_rows",
+    "claim_sql",
     "lease_sql",
     "record_from_row",
     "record_row",
@@ -160,6 +161,21 @@ def lease_sql(placeholder: str) -> dict[str, str]:
         f" RETURNING {', '.join(SELECTED_COLUMNS)}",
         "renew": f"UPDATE sessions SET lease_expires_at = {p} WHERE id = {p} AND lease_token = {p}",
         "release": f"UPDATE sessions SET {cleared} WHERE id = {p} AND lease_token = {p}",
+    }
+
+
+def claim_sql(placeholder: str) -> dict[str, str]:
+    """The claim statements, in ``placeholder`` style.
+
+    ``take`` (key, owner, token, expires_at, now) records a claim unless a live one holds the key (an upsert
+    that changes no row when refused); ``release`` (key, token) drops it.
+    """
+    p = placeholder
+    return {
+        "take": f"INSERT INTO claims (key, owner, token, expires_at) VALUES ({p}, {p}, {p}, {p})"
+        " ON CONFLICT (key) DO UPDATE SET owner = excluded.owner, token = excluded.token,"
+        f" expires_at = excluded.expires_at WHERE claims.expires_at <= {p}",
+        "release": f"DELETE FROM claims WHERE key = {p} AND token = {p}",
     }
 
 

@@ -7,7 +7,7 @@ checks every line before anything is written and names the first bad one.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -87,15 +87,17 @@ async def import_session(
         progress: Called with (events read, events in the header) as lines are checked.
 
     Raises:
-        FormatError: a line is not JSON, not an event, out of order, breaks an invariant, or the file is
-            truncated; ``details["line"]`` is its 1-based number. Nothing is written.
+        FormatError: a line is not UTF-8, not JSON, not an event, out of order, breaks an invariant, or the
+            file is truncated; ``details["line"]`` is its 1-based number. Nothing is written.
         ConflictError: the id is taken (code ``session_exists``).
     """
     if isinstance(source, str | Path):
-        with open(source, encoding="utf-8") as fp:
-            header, events = _read_file(fp, progress)
+        # Read bytes and decode line by line: a text-mode file decodes in blocks, and its UnicodeDecodeError
+        # would name neither the line nor be a stellate error.
+        with open(source, "rb") as raw:
+            header, events = _read_file(_decoded(raw), progress)
     else:
-        header, events = _read_file(source, progress)
+        header, events = _read_file(_guarded(source), progress)
     parent = header.get("parent_id")
     if parent is not None and await _missing(store, SessionId(parent)):
         parent = None
@@ -114,6 +116,31 @@ async def _missing(store: BaseStore, session_id: SessionId) -> bool:
     except NotFoundError:
         return True
     return False
+
+
+def _decoded(raw: Iterable[bytes]) -> Iterator[str]:
+    for number, line in enumerate(raw, start=1):
+        try:
+            yield line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            byte = line[exc.start]
+            raise _bad(number, f"not UTF-8 text: byte {byte:#04x} at column {exc.start + 1} ({exc.reason})") from exc
+
+
+def _guarded(lines: Iterable[str]) -> Iterator[str]:
+    """Lines of a text stream the caller opened; its decoding error becomes a `FormatError`."""
+    number = 0
+    iterator = iter(lines)
+    while True:
+        try:
+            line = next(iterator)
+        except StopIteration:
+            return
+        except UnicodeDecodeError as exc:
+            # The stream decodes ahead in blocks: the bad byte is on this line or a later one.
+            raise _bad(number + 1, f"not UTF-8 text at or after this line ({exc.reason})") from exc
+        number += 1
+        yield line
 
 
 def _read_file(lines: Iterable[str], progress: ProgressFn | None) -> tuple[dict[str, Any], list[NewEvent]]:

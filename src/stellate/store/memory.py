@@ -10,7 +10,7 @@ from stellate.errors import ConflictError, NotFoundError
 from stellate.log.events import Event, NewEvent
 from stellate.store._batch import Fence, PlannedAppend, plan_append
 from stellate.store.base import BaseStore
-from stellate.store.types import Lease, SessionId, SessionRecord
+from stellate.store.types import Claim, Lease, SessionId, SessionRecord
 
 __all__ = ["MemoryStore"]
 
@@ -24,6 +24,7 @@ class MemoryStore(BaseStore):
         self._events: dict[SessionId, list[Event]] = {}
         self._spaces: dict[SessionId, str] = {}
         self._lock = asyncio.Lock()
+        self._claims: dict[str, Claim] = {}
 
     @classmethod
     async def open(cls, url: str = "memory://") -> MemoryStore:
@@ -80,6 +81,18 @@ class MemoryStore(BaseStore):
                 return False
             self._records[session_id] = replace(record, lease=replace(record.lease, expires_at=expires_at))
             return True
+
+    async def _try_claim(self, claim: Claim, now: int) -> bool:
+        current = self._claims.get(claim.key)
+        if current is not None and current.expires_at > now:
+            return False
+        self._claims[claim.key] = claim
+        return True
+
+    async def _release_claim(self, key: str, token: str) -> None:
+        current = self._claims.get(key)
+        if current is not None and current.token == token:
+            del self._claims[key]
 
     async def _release_lease(self, session_id: SessionId, token: str) -> None:
         async with self._lock:

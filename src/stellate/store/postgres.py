@@ -47,6 +47,7 @@ from stellate.store._sql import (
     SELECTED_COLUMNS,
     SPACE_MIGRATION,
     STATE_COLUMNS,
+    claim_sql,
     event_from_row,
     event_rows,
     lease_sql,
@@ -57,7 +58,9 @@ from stellate.store._sql import (
     state_update_row,
 )
 from stellate.store.base import BaseStore
-from stellate.store.types import Lease, SessionId, SessionRecord
+from stellate.store.pg_signals import PostgresSignals
+from stellate.store.signals import LOG_CHANNEL, log_payload
+from stellate.store.types import Claim, Lease, SessionId, SessionRecord
 
 __all__ = ["MIGRATIONS", "PostgresStore"]
 
@@ -109,11 +112,16 @@ MIGRATIONS: tuple[str, ...] = (
         ADD COLUMN lease_acquired_at BIGINT,
         ADD COLUMN lease_expires_at BIGINT
     """,
+    # Claims on background work (a scheduled consolidation), so one process does it.
+    """
+    CREATE TABLE claims (key TEXT PRIMARY KEY, owner TEXT NOT NULL, token TEXT NOT NULL, expires_at BIGINT NOT NULL)
+    """,
     SPACE_MIGRATION,
 )
 
 _SELECT_RECORD = f"SELECT {', '.join(SELECTED_COLUMNS)} FROM sessions"
 _LEASE = lease_sql("%s")
+_CLAIM = claim_sql("%s")
 _IN_SPACE = "WHERE id = %s AND space = %s"
 _LOCK_RECORD = f"{_SELECT_RECORD} {_IN_SPACE} FOR UPDATE"
 # ON CONFLICT keeps a racing duplicate from aborting the transaction; no row back means the id is taken.
@@ -127,9 +135,11 @@ _INSERT_EVENTS = (
     f"INSERT INTO events ({', '.join(EVENT_COLUMNS)})"
     " SELECT %s::text, * FROM unnest(%s::bigint[], %s::text[], %s::bigint[], %s::text[], %s::boolean[])"
 )
+# The NOTIFY rides on the same statement: it is delivered when (and only if) the transaction commits.
 _APPEND = (
     f"WITH new_events AS ({_INSERT_EVENTS})"
     f" UPDATE sessions SET {', '.join(c + ' = %s' for c in STATE_COLUMNS)} WHERE id = %s"
+    " RETURNING pg_notify(%s, %s)"
 )
 _VERSION_TABLE = "CREATE TABLE IF NOT EXISTS stellate_schema (version INTEGER NOT NULL)"
 
@@ -146,6 +156,8 @@ class PostgresStore(BaseStore):
         self._min_size, self._max_size, self._timeout = min_size, max_size, timeout
         self._where = _describe(url) + (f" (schema {schema})" if schema else "")
         self._pool: AsyncConnectionPool[Connection] | None = None
+        self.signals: PostgresSignals = PostgresSignals(url, schema, self)
+        """Signals to and from every process on this database and schema, over ``LISTEN``/``NOTIFY``."""
 
     @classmethod
     async def open(
@@ -278,8 +290,7 @@ class PostgresStore(BaseStore):
             if row is None:
                 raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
             planned = plan_append(record_from_row(row), events, expected_seq, fence)
-            state = state_update_row(planned.record)
-            await conn.execute(_APPEND, (*_event_columns(session_id, planned), *state, session_id))
+            await conn.execute(_APPEND, self._append_params(session_id, planned))
             return planned.events
 
     async def _append_batches(
@@ -292,10 +303,19 @@ class PostgresStore(BaseStore):
                 if row is None:
                     raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
                 planned = plan_append(record_from_row(row), batches[session_id], None, fence)
-                state = state_update_row(planned.record)
-                await conn.execute(_APPEND, (*_event_columns(session_id, planned), *state, session_id))
+                await conn.execute(_APPEND, self._append_params(session_id, planned))
                 out[session_id] = planned.events
         return {sid: out[sid] for sid in batches}
+
+    def _append_params(self, session_id: SessionId, planned: PlannedAppend) -> tuple[Any, ...]:
+        state = state_update_row(planned.record)
+        signal = log_payload(session_id, planned.record.next_seq)
+        return (*_event_columns(session_id, planned), *state, session_id, self.signals.name(LOG_CHANNEL), signal)
+
+    async def notify(self, channel: str, payloads: list[str]) -> None:
+        """``NOTIFY channel`` with each payload, in order, in one transaction (see `PostgresSignals`)."""
+        async with self._transaction("cannot send signals") as conn, conn.cursor() as cursor:
+            await cursor.executemany("SELECT pg_notify(%s, %s)", [(channel, payload) for payload in payloads])
 
     async def _take_lease(self, session_id: SessionId, lease: Lease, now: int) -> SessionRecord | None:
         params = (lease.owner, lease.token, lease.acquired_at, lease.expires_at, session_id, now, self.space)
@@ -306,6 +326,15 @@ class PostgresStore(BaseStore):
     async def _renew_lease(self, session_id: SessionId, token: str, expires_at: int) -> bool:
         async with self._connection("cannot renew the lease", session_id=session_id) as conn:
             return (await conn.execute(_LEASE["renew"], (expires_at, session_id, token))).rowcount > 0
+
+    async def _try_claim(self, claim: Claim, now: int) -> bool:
+        params = (claim.key, claim.owner, claim.token, claim.expires_at, now)
+        async with self._connection("cannot claim background work") as conn:
+            return (await conn.execute(_CLAIM["take"], params)).rowcount > 0
+
+    async def _release_claim(self, key: str, token: str) -> None:
+        async with self._connection("cannot release a claim") as conn:
+            await conn.execute(_CLAIM["release"], (key, token))
 
     async def _release_lease(self, session_id: SessionId, token: str) -> None:
         async with self._connection("cannot release the lease", session_id=session_id) as conn:
@@ -340,7 +369,8 @@ class PostgresStore(BaseStore):
             return await (await conn.execute(query, params)).fetchall()
 
     async def close(self) -> None:
-        """Close every pooled connection; safe to call twice."""
+        """Stop the signal listener and close every pooled connection; safe to call twice."""
+        await self.signals.close()
         if self._pool is not None:
             pool, self._pool = self._pool, None
             await pool.close()

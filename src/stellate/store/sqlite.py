@@ -24,6 +24,7 @@ from stellate.store._sql import (
     SELECTED_COLUMNS,
     SPACE_MIGRATION,
     STATE_COLUMNS,
+    claim_sql,
     event_from_row,
     event_rows,
     lease_sql,
@@ -34,7 +35,7 @@ from stellate.store._sql import (
     state_update_row,
 )
 from stellate.store.base import BaseStore
-from stellate.store.types import Lease, SessionId, SessionRecord
+from stellate.store.types import Claim, Lease, SessionId, SessionRecord
 
 __all__ = ["MIGRATIONS", "SqliteStore", "sqlite_path"]
 
@@ -80,11 +81,16 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE sessions ADD COLUMN lease_acquired_at INTEGER;
     ALTER TABLE sessions ADD COLUMN lease_expires_at INTEGER;
     """,
+    # Claims on background work (a scheduled consolidation), so one process does it.
+    """
+    CREATE TABLE claims (key TEXT PRIMARY KEY, owner TEXT NOT NULL, token TEXT NOT NULL, expires_at INTEGER NOT NULL);
+    """,
     SPACE_MIGRATION,
 )
 
 _SELECT_RECORD = f"SELECT {', '.join(SELECTED_COLUMNS)} FROM sessions"
 _LEASE = lease_sql("?")
+_CLAIM = claim_sql("?")
 _INSERT_RECORD = (
     f"INSERT INTO sessions ({', '.join(RECORD_COLUMNS)}, space) VALUES ({', '.join('?' * (len(RECORD_COLUMNS) + 1))})"
 )
@@ -226,6 +232,10 @@ class SqliteStore(BaseStore):
         with self._write():
             return self._db.execute(_LEASE[statement], params).rowcount > 0
 
+    def _claim_sync(self, statement: str, params: Sequence[Any]) -> bool:
+        with self._write():
+            return self._db.execute(_CLAIM[statement], params).rowcount > 0
+
     def _select(self, sql: str, params: Sequence[Any]) -> list[Any]:
         try:
             return self._db.execute(sql, params).fetchall()
@@ -252,6 +262,13 @@ class SqliteStore(BaseStore):
 
     async def _renew_lease(self, session_id: SessionId, token: str, expires_at: int) -> bool:
         return await self._run(self._update_lease_sync, "renew", (expires_at, session_id, token))
+
+    async def _try_claim(self, claim: Claim, now: int) -> bool:
+        params = (claim.key, claim.owner, claim.token, claim.expires_at, now)
+        return await self._run(self._claim_sync, "take", params)
+
+    async def _release_claim(self, key: str, token: str) -> None:
+        await self._run(self._claim_sync, "release", (key, token))
 
     async def _release_lease(self, session_id: SessionId, token: str) -> None:
         await self._run(self._update_lease_sync, "release", (session_id, token))

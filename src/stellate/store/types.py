@@ -11,6 +11,7 @@ from stellate.log.state import Slots
 __all__ = [
     "Anchor",
     "Boundary",
+    "Claim",
     "CompletedTurn",
     "ForkPoint",
     "ForkRequest",
@@ -74,6 +75,21 @@ class Lease:
     def is_live(self, now: int) -> bool:
         """Whether the lease still holds at ``now`` (epoch ms)."""
         return self.expires_at > now
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class Claim:
+    """A short-lived claim on a named piece of background work, so one process does it and the others skip it.
+
+    Unlike a `Lease` it guards no writes: it only says "someone is on it" until ``expires_at`` or release.
+    """
+
+    key: str
+    """What is claimed, e.g. ``consolidate:<session id>``."""
+    owner: str
+    token: str
+    expires_at: int
+    """Epoch ms after which the claim lapses (its holder died, or overran)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

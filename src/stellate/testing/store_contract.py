@@ -656,6 +656,34 @@ async def test_lease_survives_reopen(store: BaseStore, reopen: Any) -> None:
         await store.append(S("a"), turn(2))
 
 
+# -- claims: background work done once ------------------------------------------------------------
+
+
+async def test_a_claim_is_exclusive_until_released_or_lapsed(store: BaseStore) -> None:
+    """One claim per key at a time; another key is independent; release or expiry frees the key."""
+    clock = _Clock(store)
+    first = await store.claim("consolidate:a", owner="w1", ttl=5)
+    assert first is not None and first.expires_at == clock.now + 5000
+    assert await store.claim("consolidate:a", owner="w2", ttl=5) is None
+    assert await store.claim("consolidate:b", owner="w2", ttl=5) is not None
+    await store.release_claim(first)
+    second = await store.claim("consolidate:a", owner="w2", ttl=5)
+    assert second is not None
+    clock.now += 5000
+    third = await store.claim("consolidate:a", owner="w3", ttl=5)
+    assert third is not None
+    await store.release_claim(second)  # a lapsed claim's release leaves its successor alone
+    assert await store.claim("consolidate:a", owner="w4", ttl=5) is None
+
+
+async def test_claim_arguments_are_checked(store: BaseStore) -> None:
+    """An empty key or a non-positive ttl is a usage error."""
+    with pytest.raises(UsageError):
+        await store.claim("", owner="w", ttl=5)
+    with pytest.raises(UsageError):
+        await store.claim("k", owner="w", ttl=0)
+
+
 # -- spaces --------------------------------------------------------------------------------------
 
 

@@ -1,0 +1,180 @@
+"""B6: stellate through HTTP — a real `stellate.server` (uvicorn) in a child process, a mock model of fixed latency.
+
+``b6``: C sessions, each running K turns back to back, all sessions at once: per-turn latency seen by the
+client (p50, p99) and throughput. ``b6_streams``: N clients hold the space's event stream (SSE) open; each
+new session's event must reach all of them: time to open the streams, and delivery latency (p50, p99).
+Loopback only; the server and the client are separate processes sharing the machine's cores.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import multiprocessing
+import socket
+import time
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager, contextmanager
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.common import median, ms
+
+REPLY = "ok"
+USER = "next step, please"
+
+
+def _serve(db: str, port: int, latency_ms: float) -> None:
+    """The child process: a server over a SQLite file whose model answers after ``latency_ms``."""
+    asyncio.run(_serve_async(db, port, latency_ms))
+
+
+async def _serve_async(db: str, port: int, latency_ms: float) -> None:
+    import uvicorn
+
+    from stellate import Agent
+    from stellate.llm.scripted import FunctionLLM
+    from stellate.llm.types import LLMRequest
+    from stellate.server import create_app
+
+    async def model(request: LLMRequest) -> str:
+        await asyncio.sleep(latency_ms / 1000)
+        return REPLY
+
+    async with Agent(f"sqlite:///{db}", llm=FunctionLLM(model)) as agent:
+        # Connections may idle longer than uvicorn's 5 s default between phases under load; keep them.
+        config = uvicorn.Config(
+            create_app(agent),
+            host="127.0.0.1",
+            port=port,
+            log_level="warning",
+            access_log=False,
+            timeout_keep_alive=300,
+        )
+        await uvicorn.Server(config).serve()
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+@contextmanager
+def served(directory: str, latency_ms: float) -> Iterator[str]:
+    """A server in a child process for the duration of the block; yields its ``/v1`` URL."""
+    port = _free_port()
+    child = multiprocessing.get_context("spawn").Process(
+        target=_serve, args=(str(Path(directory) / "server.db"), port, latency_ms), daemon=True
+    )
+    child.start()
+    url = f"http://127.0.0.1:{port}/v1"
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline or not child.is_alive():
+                raise RuntimeError("the benchmark server did not start")
+            time.sleep(0.05)
+        yield url
+    finally:
+        child.terminate()  # SIGTERM: uvicorn's graceful shutdown
+        child.join(30)
+        if child.is_alive():
+            child.kill()
+
+
+@asynccontextmanager
+async def client(url: str, connections: int) -> AsyncIterator[httpx.AsyncClient]:
+    limits = httpx.Limits(max_connections=connections, max_keepalive_connections=connections)
+    async with httpx.AsyncClient(base_url=url, limits=limits, timeout=120) as http:
+        yield http
+
+
+def quantile(values: list[float], q: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+
+
+async def _session(http: httpx.AsyncClient, label: str) -> str:
+    response = await http.post("/sessions", json={"label": label})
+    response.raise_for_status()
+    return str(response.json()["id"])
+
+
+async def _turn(http: httpx.AsyncClient, sid: str) -> float:
+    start = time.perf_counter()
+    response = await http.post(f"/sessions/{sid}/turns", json={"content": USER})
+    elapsed = ms(time.perf_counter() - start)
+    response.raise_for_status()
+    assert response.json()["content"] == REPLY, response.text
+    return elapsed
+
+
+async def b6(params: dict[str, Any]) -> dict[str, Any]:
+    """C sessions x K timed turns through HTTP, all sessions at once (one untimed warm-up turn each)."""
+    sessions, turns = params["sessions"], params["turns"]
+    with served(params["dir"], params["latency_ms"]) as url:
+        async with client(url, sessions + 4) as http:
+            ids = [await _session(http, f"s{n}") for n in range(sessions)]
+            await asyncio.gather(*(_turn(http, sid) for sid in ids))
+            times: list[float] = []
+
+            async def run(sid: str) -> None:
+                for _ in range(turns):
+                    times.append(await _turn(http, sid))
+
+            start = time.perf_counter()
+            await asyncio.gather(*(run(sid) for sid in ids))
+            wall = time.perf_counter() - start
+    assert len(times) == sessions * turns
+    return {
+        "p50": {"ms": [median(times)]},
+        "p99": {"ms": [quantile(times, 0.99)]},
+        "rate": {"ms": [sessions * turns / wall]},
+    }
+
+
+async def b6_streams(params: dict[str, Any]) -> dict[str, Any]:
+    """N held SSE streams of the space's events; M new sessions, each event timed until all N have it."""
+    streams, events = params["streams"], params["events"]
+    with served(params["dir"], params["latency_ms"]) as url:
+        async with client(url, streams + 4) as http:
+            seen: dict[str, list[float]] = {}
+            ready = [asyncio.Event() for _ in range(streams)]
+            start = time.perf_counter()
+            readers = [asyncio.create_task(_read(http, seen, ready[n])) for n in range(streams)]
+            while not all(r.is_set() for r in ready):  # a probe until every stream has one: all are live
+                await _session(http, "probe")
+                await asyncio.sleep(0.05)
+            opened = ms(time.perf_counter() - start) / streams
+            delays: list[float] = []
+            for n in range(events):
+                label = f"event-{n}"
+                seen[label] = []
+                sent = time.perf_counter()
+                await _session(http, label)
+                while len(seen[label]) < streams:
+                    await asyncio.sleep(0.001)
+                delays += [ms(at - sent) for at in seen[label]]
+            for reader in readers:
+                reader.cancel()
+            await asyncio.gather(*readers, return_exceptions=True)
+    return {"open": {"ms": [opened]}, "p50": {"ms": [median(delays)]}, "p99": {"ms": [quantile(delays, 0.99)]}}
+
+
+async def _read(http: httpx.AsyncClient, seen: dict[str, list[float]], ready: asyncio.Event) -> None:
+    async with http.stream("GET", "/events", params={"types": "session_created"}) as response:
+        async for line in response.aiter_lines():
+            if not line.startswith("data:"):
+                continue
+            ready.set()
+            label = line.split('"label":"', 1)[1].split('"', 1)[0]
+            if label in seen:
+                seen[label].append(time.perf_counter())
