@@ -85,6 +85,10 @@ class Served:
             await asyncio.sleep(0.01)
         self.ready.set()
         await task
+        others = asyncio.all_tasks() - {asyncio.current_task()}
+        for other in others:  # sse-starlette's shutdown watchers, the page's event streams
+            other.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
         sock.close()
         await agent.close()
 

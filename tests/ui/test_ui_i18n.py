@@ -25,7 +25,8 @@ VISIBLE_TEXT = """() => {
     }
   }
   for (const select of document.querySelectorAll('select')) {
-    if (!data(select) && select.checkVisibility()) for (const option of select.options) out.push(option.textContent);
+    if (data(select) || !select.checkVisibility()) continue;
+    for (const option of select.options) if (!data(option)) out.push(option.textContent);
   }
   return out;
 }"""

@@ -175,6 +175,7 @@ class ServerThread:
             await asyncio.sleep(0.01)
         self.started.set()
         await task
+        await cancel_leftovers()
         sock.close()
         await store.close()
 
@@ -199,6 +200,14 @@ class ServerThread:
     def spawn(self, coro: Coroutine[Any, Any, Any]) -> Any:
         """Start ``coro`` in the server's loop without waiting (a turn that blocks on a gate)."""
         return asyncio.run_coroutine_threadsafe(coro, self.loop)
+
+
+async def cancel_leftovers() -> None:
+    """Cancel what the server left running (sse-starlette's shutdown watchers), so closing the loop is quiet."""
+    others = asyncio.all_tasks() - {asyncio.current_task()}
+    for task in others:
+        task.cancel()
+    await asyncio.gather(*others, return_exceptions=True)
 
 
 def poll(check: Callable[[], T], *, timeout: float = 10, every: float = 0.05, what: str = "condition") -> T:
