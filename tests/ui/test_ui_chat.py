@@ -81,7 +81,7 @@ def test_branch_is_disabled_on_a_message_of_an_open_turn(server: ServerThread, p
     open_ui(page, server.url, f"#/chat/{session.id}")
     open_message = page.locator(".msg.assistant", has_text="Checking the gate.")
     control = open_message.get_by_role("button", name="Branch from here")
-    assert control.is_visible()
+    control.wait_for()
     assert control.get_attribute("aria-disabled") == "true"
     assert control.get_attribute("title") == "Available once this turn has completed"
     done = page.locator(".msg.assistant", has_text="echo: done already").get_by_role("button", name="Branch from here")
@@ -93,6 +93,11 @@ def test_branch_is_disabled_on_a_message_of_an_open_turn(server: ServerThread, p
     assert not _child(server, session.id), "a disabled control forks nothing"
     gate("tool").set()
     assert turn.result(15).content == "Gate passed."
+    # The page follows the session's log: the turn's end arrives without a reload, and its last message
+    # (not the one with the tool call) becomes the branch point.
+    last = page.locator(".msg.assistant", has_text="Gate passed.").get_by_role("button", name="Branch from here")
+    poll(lambda: last.get_attribute("aria-disabled") == "false", what="the completed turn, live")
+    assert control.get_attribute("title") == "Available only on the last message of a completed turn"
 
 
 def test_model_html_renders_as_text(server: ServerThread, page: Any) -> None:

@@ -5,7 +5,7 @@
 import { allEvents, api, sid, sse } from './api.js';
 import { append, clear, clip, fill, h, pretty } from './dom.js';
 import { t } from './i18n.js';
-import { forest, live } from './live.js';
+import { forest } from './live.js';
 import { renderMarkdown } from './markdown.js';
 import { emptyState, errorNode, go, toast } from './shared.js';
 import { conversationOf } from './transcript.js';
@@ -22,7 +22,6 @@ class ChatPage {
     this.streaming = null;
     this.build(container);
     this.offForest = forest.on(() => { this.renderTree(); this.renderHeader(); });
-    this.offLive = live.on((event) => this.onLive(event));
     if (forest.loaded) this.renderTree(); else forest.refresh(0);
     if (id) this.load();
     else emptyState(this.messages, t('chat.pick'));
@@ -30,7 +29,7 @@ class ChatPage {
 
   destroy() {
     this.offForest();
-    this.offLive();
+    if (this.tail) this.tail.abort();
   }
 
   build(container) {
@@ -89,6 +88,7 @@ class ChatPage {
     try {
       const [detail, log] = await Promise.all([api(`/sessions/${sid(this.id)}`), allEvents(this.id)]);
       this.detail = detail;
+      this.events = log.events;
       this.items = conversationOf(log.events);
     } catch (error) {
       this.detail = null;
@@ -100,6 +100,35 @@ class ChatPage {
     this.composer.hidden = this.detail.status === 'archived';
     this.renderHeader();
     this.renderMessages();
+    this.follow();
+  }
+
+  // Tail the session's log, so a turn run elsewhere (another tab, a script, another process) shows up round
+  // by round, and its messages become branchable the moment its turn completes.
+  follow() {
+    if (this.tail) this.tail.abort();
+    const controller = (this.tail = new AbortController());
+    const after = this.events.length ? this.events[this.events.length - 1].seq : -1;
+    sse(`/sessions/${sid(this.id)}/events/stream?after=${after}`, {
+      signal: controller.signal,
+      onEvent: (type, data) => {
+        if (type !== 'log' || controller.signal.aborted) return;
+        const last = this.events[this.events.length - 1];
+        if (last && data.seq <= last.seq) return;
+        this.events.push(data);
+        if (!this.streaming) this.scheduleRender();
+      },
+    }).catch(() => null);
+  }
+
+  scheduleRender() {
+    if (this.renderPending) return;
+    this.renderPending = requestAnimationFrame(() => {
+      this.renderPending = null;
+      if (this.streaming) return;
+      this.items = conversationOf(this.events);
+      this.renderMessages();
+    });
   }
 
   renderHeader() {
@@ -262,12 +291,6 @@ class ChatPage {
     catch (error) { toast(errorNode(error), 'error'); }
   }
 
-  onLive(event) {
-    // A turn run elsewhere (another tab, a script) on this session: show it when it ends.
-    if (event.session_id === this.id && !this.streaming && (event.type === 'turn_finished' || event.type === 'message_received')) {
-      this.load();
-    }
-  }
 }
 
 export function toolCard(item) {
