@@ -39,7 +39,7 @@ def test_the_inspector_shows_the_context_the_model_received(server: ServerThread
 
 def test_the_raw_log_marks_inherited_events_and_filters_by_type(server: ServerThread, page: Any) -> None:
     agent = server.agents["default"]
-    root = server.run(agent.create_session(label="Source"))
+    root = server.run(agent.create_session(label="Source", system_prompt="Shared prompt."))
     server.run(agent.turn(root.id, "one"))
     child = server.run(agent.fork_session(root.id, label="Child", context="inherit"))
     server.run(agent.turn(child.id, "two"))
@@ -53,6 +53,8 @@ def test_the_raw_log_marks_inherited_events_and_filters_by_type(server: ServerTh
     assert [r.get_attribute("data-type") for r in rows.all()] == ["user/message", "user/message"]
     lineage = page.locator(".lineage")
     assert "Source" in lineage.inner_text() and "forked at seq" in lineage.inner_text()
+    origin = page.locator("table.config td[data-key=system_prompt]")
+    poll(lambda: origin.inner_text() == "same as the parent's: inherited", what="where the prompt came from")
 
 
 async def _detail(server: ServerThread, session_id: str) -> int:

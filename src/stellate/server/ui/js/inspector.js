@@ -135,8 +135,11 @@ class Inspector {
   }
 
   config() {
-    const rows = Object.entries(this.detail.config || {}).map(([key, value]) => h('tr', {},
-      h('th', { translate: 'no', text: key }), h('td', {}, h('pre', { translate: 'no', text: pretty(value) }))));
+    const config = this.detail.config || {};
+    const origins = Object.keys(config).map((key) => h('td', { class: 'muted', dataset: { key } }, '…'));
+    const rows = Object.entries(config).map(([key, value], i) => h('tr', {},
+      h('th', { translate: 'no', text: key }), h('td', {}, h('pre', { translate: 'no', text: pretty(value) })), origins[i]));
+    this.fillOrigins(config, origins);
     const facts = [
       ['id', this.detail.id], ['status', t('status.' + this.detail.status)], ['turns', this.detail.turn_count],
       ['nextSeq', this.detail.next_seq], ['inherited', this.detail.inherited], ['openTurn', this.detail.open_turn ? t('common.yes') : t('common.no')],
@@ -147,6 +150,25 @@ class Inspector {
       h('h3', { text: t('inspect.storedConfig') }),
       rows.length ? h('table', { class: 'config' }, rows) : h('p', { class: 'muted', text: t('common.none') }),
       h('p', { class: 'muted', text: t('inspect.configNote') }));
+  }
+
+  // Where each stored value came from, inferred by comparing with the parent's stored configuration (the log
+  // keeps the merged result, not each layer of defaults → parent → profile → fork options).
+  async fillOrigins(config, cells) {
+    const parentId = this.detail.source_id || this.detail.parent_id;
+    let parent = null;
+    if (parentId) {
+      try { parent = (await api(`/sessions/${sid(parentId)}`)).config || {}; } catch { parent = {}; }
+    }
+    Object.keys(config).forEach((key, i) => {
+      let origin;
+      if (!parent) origin = t('inspect.origin.creation');
+      else if (key === 'profile') origin = t('inspect.origin.fork');
+      else if (JSON.stringify(parent[key]) === JSON.stringify(config[key])) origin = t('inspect.origin.parent');
+      else if (config.profile) origin = t('inspect.origin.profile', { profile: config.profile });
+      else origin = t('inspect.origin.fork');
+      fill(cells[i], origin);
+    });
   }
 
   logFilter() {
