@@ -117,6 +117,9 @@ def test_model_html_renders_as_text(server: ServerThread, page: Any) -> None:
         assert "<img src=x onerror=alert(1)>" in text, attempt
         assert "<script>window.__pwned = 1</script>" in text, attempt
         assert page.locator(".messages img, .messages script").count() == 0, attempt
+        assert page.locator(".messages a[href^='javascript']").count() == 0, attempt
+        assert bubble.locator("strong").inner_text() == "bold", "markdown still renders"
+        assert bubble.locator("a[href='http://example.com/x.png']").inner_text() == "[pic]", "an image is only a link"
         assert page.evaluate("() => window.__pwned") is None, attempt
         page.reload()
         page.wait_for_selector("body[data-ready=true]")

@@ -40,7 +40,10 @@ STREAMED = (
     "The sum is five. Here is a longer explanation, streamed word by word so that a person watching the page "
     "sees the answer grow while the model is still writing it, before the turn has ended."
 )
-XSS = "Look: <img src=x onerror=alert(1)> and <script>window.__pwned = 1</script> and ![pic](http://example.com/x.png)"
+XSS = (
+    "Look: <img src=x onerror=alert(1)> and <script>window.__pwned = 1</script> and ![pic](http://example.com/x.png)"
+    " and [click](javascript:alert(1)) but **bold** stays"
+)
 GATES: dict[str, threading.Event] = {}
 
 

@@ -54,7 +54,7 @@ class _UIHeaders:
 def install_ui(app: FastAPI) -> None:
     """Serve the UI: ``/`` is its page, ``/ui/...`` its scripts, styles and translations."""
 
-    @app.get("/", include_in_schema=False)
+    @app.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
     async def index() -> FileResponse:
         return FileResponse(UI_DIR / "index.html", media_type="text/html")
 

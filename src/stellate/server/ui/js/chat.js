@@ -35,7 +35,7 @@ class ChatPage {
   build(container) {
     const filter = h('input', { type: 'search', placeholder: t('chat.filter'), 'aria-label': t('chat.filter') });
     filter.addEventListener('input', () => { this.filter = filter.value.trim().toLowerCase(); this.renderTree(); });
-    this.tree = h('ul', { class: 'tree', role: 'tree', 'aria-label': t('chat.sessions') });
+    this.tree = h('ul', { class: 'tree', 'aria-label': t('chat.sessions') });
     this.header = h('header', { class: 'chat-header' });
     this.messages = h('div', { class: 'messages', role: 'log', 'aria-live': 'polite', 'aria-label': t('chat.messages') });
     this.input = h('textarea', { rows: 3, placeholder: t('chat.placeholder'), 'aria-label': t('chat.placeholder') });
@@ -74,8 +74,7 @@ class ChatPage {
         h('span', { class: 'label', translate: 'no', text: node.label || node.id }),
         h('span', { class: 'count', title: t('common.turns', { n: node.turn_count }), text: String(node.turn_count) }),
         forest.running.has(id) ? h('span', { class: 'busy-dot', title: t('common.running'), 'aria-label': t('common.running') }) : null);
-      return h('li', { role: 'treeitem', 'aria-expanded': kids.length ? 'true' : null, dataset: { id } },
-        button, kids.length ? h('ul', { role: 'group' }, kids) : null);
+      return h('li', { dataset: { id } }, button, kids.length ? h('ul', {}, kids) : null);
     };
     const rows = forest.roots.map(row).filter(Boolean);
     if (!rows.length) this.tree.append(h('li', { class: 'muted', text: forest.nodes.size ? t('chat.noMatch') : t('map.empty') }));
