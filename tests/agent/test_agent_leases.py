@@ -12,7 +12,8 @@ import pytest
 from stellate import Agent, SessionConfig
 from stellate.engine.events import RoundStart, TurnFinished
 from stellate.errors import SessionBusyError, UsageError
-from stellate.llm.scripted import Delay, ScriptedLLM
+from stellate.llm.scripted import Delay, FunctionLLM, ScriptedLLM
+from stellate.llm.types import LLMRequest
 from stellate.log import check_log
 from stellate.log.events import Event
 from stellate.store import SessionId
@@ -22,6 +23,27 @@ from stellate.store.memory import MemoryStore
 @pytest.fixture
 async def store() -> AsyncIterator[MemoryStore]:
     yield MemoryStore()
+
+
+def gated(reply: str) -> tuple[FunctionLLM, asyncio.Event]:
+    """A model whose answer waits until the returned event is set."""
+    gate = asyncio.Event()
+
+    async def answer(request: LLMRequest) -> str:
+        await gate.wait()
+        return reply
+
+    return FunctionLLM(answer), gate
+
+
+async def leased(store: MemoryStore, sid: str) -> None:
+    """Wait until a writer holds the session's lease with its turn open."""
+    for _ in range(1000):
+        record = await store.get_session(SessionId(sid))
+        if record.lease is not None and record.cursor.turn_open:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError("no writer took the session")
 
 
 def ends(events: list[Event]) -> list[tuple[int, str]]:
@@ -49,7 +71,7 @@ async def test_closing_a_stream_explicitly_releases_everything_at_once(store: Me
     stream = agent.stream(sid, "slow")
     async with contextlib.aclosing(stream):
         await anext(stream)  # MessageReceived: the turn is running
-        await asyncio.sleep(0.05)
+        await leased(store, sid)
     record = await store.get_session(SessionId(sid))
     assert record.lease is None and not record.cursor.turn_open
     assert ends(await store.read_events(SessionId(sid))) == [(1, "aborted")]
@@ -57,41 +79,51 @@ async def test_closing_a_stream_explicitly_releases_everything_at_once(store: Me
 
 
 async def test_a_turn_of_another_agent_waits_or_is_busy(store: MemoryStore) -> None:
-    slow = Agent(store, llm=ScriptedLLM([Delay(seconds=0.3, then="first")]))
+    llm, gate = gated("first")
+    slow = Agent(store, llm=llm)
     other = Agent(store, llm=ScriptedLLM(default="second"), busy_timeout=0)
     sid = (await slow.create_session(label="s")).id
     running = asyncio.create_task(slow.turn(sid, "one"))
-    await asyncio.sleep(0.05)
+    await leased(store, sid)
     with pytest.raises(SessionBusyError) as info:
         await other.turn(sid, "two")
     assert info.value.details["holder"] == slow.owner
     assert info.value.retry_after > 0
-    waited = await other.turn(sid, "two", busy_timeout=10)
+    waiting = asyncio.create_task(other.turn(sid, "two", busy_timeout=30))
+    await asyncio.sleep(0.1)
+    assert not waiting.done()
+    gate.set()
+    waited = await waiting
     assert (await running).content == "first" and waited.turn == 2
     check_log(await store.read_events(SessionId(sid)))
 
 
 async def test_archive_waits_for_a_running_turn_of_another_writer(store: MemoryStore) -> None:
-    writer = Agent(store, llm=ScriptedLLM([Delay(seconds=0.2, then="done")]))
+    llm, gate = gated("done")
+    writer = Agent(store, llm=llm)
     archiver = Agent(store, llm=ScriptedLLM(default="x"), consolidate_on_archive=False)
     sid = (await writer.create_session(label="s")).id
     running = asyncio.create_task(writer.turn(sid, "working"))
-    await asyncio.sleep(0.05)
+    await leased(store, sid)
     with pytest.raises(SessionBusyError):
         await archiver.archive_session(sid, busy_timeout=0)
-    await archiver.archive_session(sid)
+    archiving = asyncio.create_task(archiver.archive_session(sid))
+    gate.set()
+    await archiving
     assert (await running).reason == "completed"
     assert (await archiver.get_session_digest(sid)).status == "archived"
 
 
 async def test_memory_and_insight_land_while_another_writer_runs_a_turn(store: MemoryStore) -> None:
-    writer = Agent(store, llm=ScriptedLLM([Delay(seconds=0.2, then="done")]))
+    llm, gate = gated("done")
+    writer = Agent(store, llm=llm)
     other = Agent(store, llm=ScriptedLLM(default="x"))
     sid = (await writer.create_session(label="s")).id
     running = asyncio.create_task(writer.turn(sid, "working"))
-    await asyncio.sleep(0.05)
+    await leased(store, sid)
     await other.put_memory(sid, "noted")
     await other.put_insight(sid, "for later")
+    gate.set()
     assert (await running).reason == "completed"
     events = await store.read_events(SessionId(sid))
     check_log(events)

@@ -28,6 +28,17 @@ async def two_stores(pg_url: str, pg_schema: str) -> AsyncIterator[tuple[BaseSto
     await second.close()
 
 
+async def until_listening(watcher_events: list[AgentEvent], worker: Agent) -> None:
+    """Make the worker create sessions until the watcher hears one: its listener is up from then on."""
+    for _ in range(100):
+        created = (await worker.create_session(label="ping")).id
+        for _ in range(20):
+            if any(getattr(e, "session_id", None) == created for e in watcher_events):
+                return
+            await asyncio.sleep(0.05)
+    raise AssertionError("the watcher never heard the worker")
+
+
 async def collect_until_finished(events: AsyncIterator[AgentEvent], into: list[AgentEvent]) -> None:
     async for event in events:
         into.append(event)
@@ -46,7 +57,7 @@ async def test_a_turn_on_another_worker_reaches_this_workers_subscribers(
     seen: list[AgentEvent] = []
     stream = watcher.subscribe()
     watching = asyncio.create_task(collect_until_finished(stream, seen))
-    await asyncio.sleep(0.3)  # the watcher's listener is up
+    await until_listening(seen, worker)
     result = await worker.turn(sid, "talk a lot")
     await asyncio.wait_for(watching, 10)
     await stream.aclose()
@@ -58,19 +69,30 @@ async def test_a_turn_on_another_worker_reaches_this_workers_subscribers(
 
 
 async def test_an_agent_never_receives_its_own_events_twice(two_stores: tuple[BaseStore, BaseStore]) -> None:
-    store, _ = two_stores
-    agent = Agent(store, llm=ScriptedLLM(default="ok"))
-    sid = (await agent.create_session(label="s")).id
+    mine, theirs = two_stores
+    agent = Agent(mine, llm=ScriptedLLM(default="ok"))
+    other = Agent(theirs, llm=ScriptedLLM(default="ok"))
+    sid = (await agent.create_session(label="mine")).id
     seen: list[AgentEvent] = []
-    stream = agent.subscribe(types={"turn_finished"})
-    watching = asyncio.create_task(collect_until_finished(stream, seen))
-    await asyncio.sleep(0.3)
+
+    async def collect() -> None:
+        async for event in agent.subscribe():
+            seen.append(event)
+
+    watching = asyncio.create_task(collect())
+    await until_listening(seen, other)
     await agent.turn(sid, "hi")
-    await asyncio.wait_for(watching, 10)
-    await asyncio.sleep(0.3)  # an echo would arrive by now
-    await stream.aclose()
-    assert len(seen) == 1
+    assert agent._relay is not None
+    await agent._relay.close()  # flushed: its events are on the wire now
+    later = (await other.create_session(label="later")).id
+    for _ in range(200):  # notifications arrive in commit order: after this one, an echo would be here
+        if any(getattr(e, "session_id", None) == later for e in seen):
+            break
+        await asyncio.sleep(0.05)
+    watching.cancel()
+    assert [e.type for e in seen if getattr(e, "session_id", None) == sid].count("turn_finished") == 1
     await agent.close()
+    await other.close()
 
 
 async def test_sharing_is_off_for_a_store_of_one_process() -> None:

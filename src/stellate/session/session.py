@@ -10,7 +10,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import inspect
-import logging
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
@@ -20,7 +19,6 @@ from stellate.errors import (
     ForkError,
     NotFoundError,
     SessionBusyError,
-    StellateError,
     UsageError,
 )
 from stellate.llm.tokens import CachingTokenCounter, default_token_counter
@@ -30,6 +28,7 @@ from stellate.log.messages import Message, SystemMessage, message_to_json
 from stellate.log.transcript import sanitize_messages
 from stellate.session.context import build_context, build_prefix, summary_text
 from stellate.session.history import History
+from stellate.session.lease import LeaseHolder
 from stellate.session.prompts import default_compress_fn, default_consolidate_fn
 from stellate.session.turn import Turn
 from stellate.session.types import (
@@ -46,7 +45,6 @@ from stellate.store.types import Anchor, Boundary, CompletedTurn, ForkRequest, L
 
 __all__ = ["Session"]
 
-_log = logging.getLogger(__name__)
 
 _NO_TOOLS_TEXT = "No tools are available in a plain send(); this call was not run."
 
@@ -65,9 +63,7 @@ class Session:
         self._pending: list[NewEvent] = []
         self._flush_lock = asyncio.Lock()
         self._calibration = 0
-        self._lease: Lease | None = None
-        self._unreleased: Lease | None = None
-        """A lease this object could not release (the store was busy): still ours until it lapses."""
+        self._lease = LeaseHolder(store, record.id, runtime)
         self._stale = False
         """A failed write could not be followed by a read of the store: the history may differ from it."""
 
@@ -137,7 +133,7 @@ class Session:
     @property
     def lease(self) -> Lease | None:
         """The session's lease while this object holds it (inside `hold`), else None."""
-        return self._lease
+        return self._lease.current
 
     @contextlib.asynccontextmanager
     async def hold(self, *, wait: float | None = None) -> AsyncIterator[Session]:
@@ -152,76 +148,25 @@ class Session:
         Raises:
             SessionBusyError: another writer still holds the session after ``wait`` seconds.
         """
-        if self._lease is not None:
+        if self._lease.current is not None:
             yield self
             return
-        runtime = self.runtime
-        timeout = runtime.busy_timeout if wait is None else wait
-        lease, record = await self._reclaim_lease() or await self.store.acquire_lease(
-            self.id, owner=runtime.lease_owner, ttl=runtime.lease_ttl, wait=timeout
-        )
-        self._lease = lease
-        heartbeat = asyncio.get_running_loop().create_task(self._keep_lease(lease.token), name=f"lease {self.id}")
+        record = await self._lease.take(self.runtime.busy_timeout if wait is None else wait)
         try:
             await self._catch_up(record)
             yield self
         finally:
-            heartbeat.cancel()
-            held, self._lease = self._lease, None
-            if held is not None:
-                await asyncio.shield(self._release(held))
+            await self._lease.give_back()
 
     async def _catch_up(self, record: SessionRecord) -> None:
         """Under a fresh lease: repair a dead writer's open turn, then read what others appended meanwhile."""
         if record.cursor.turn_open:  # nobody else holds the lease, so whoever opened this turn is gone
-            await self.store.repair(self.id, lease=self._lease)
+            await self.store.repair(self.id, lease=self._lease.current)
             record = await self.store.get_session(self.id)
         if record.next_seq < self.history.next_seq or self._pending or self._stale:
             await self._reload()
         elif record.next_seq > self.history.next_seq:
             self.history.absorb(await self.store.read_events(self.id, start=self.history.next_seq))
-
-    async def _keep_lease(self, token: str) -> None:
-        ttl = self.runtime.lease_ttl
-        while True:
-            await asyncio.sleep(ttl / 3)
-            lease = self._lease
-            if lease is None or lease.token != token:
-                return
-            try:
-                renewed = await self.store.renew_lease(self.id, lease, ttl=ttl)
-            except SessionBusyError:
-                _log.warning("session %s: lease lost; this writer's next write will be refused", self.id)
-                return
-            except StellateError as exc:  # a passing store failure: the lease outlives two more beats
-                _log.warning("session %s: lease renewal failed (%s); retrying", self.id, exc)
-                continue
-            if self._lease is not None and self._lease.token == token:
-                self._lease = renewed
-
-    async def _release(self, lease: Lease) -> None:
-        try:
-            await self.store.release_lease(self.id, lease)
-        except StellateError as exc:  # it lapses by itself: only the next writer's wait gets longer
-            _log.warning("session %s: lease release failed (%s); it lapses at %d", self.id, exc, lease.expires_at)
-            self._unreleased = lease
-
-    async def _reclaim_lease(self) -> tuple[Lease, SessionRecord] | None:
-        """Renew the lease this object could not release, so its next turn need not wait for it to lapse.
-
-        Returns:
-            The renewed lease and the session's record; None when there is none or another writer took it since.
-        """
-        stale = self._unreleased
-        if stale is None:
-            return None
-        try:
-            lease = await self.store.renew_lease(self.id, stale, ttl=self.runtime.lease_ttl)
-        except SessionBusyError:
-            self._unreleased = None
-            return None
-        self._unreleased = None
-        return lease, await self.store.get_session(self.id)
 
     # -- identity and slots ----------------------------------------------------------------------
 
@@ -472,11 +417,11 @@ class Session:
             batch, self._pending = self._pending, []
             first = self.history.next_seq - len(batch)
             try:
-                await self.store.append(self.id, batch, expected_seq=first, lease=self._lease)
-            except SessionBusyError:
-                await self._reload()
-                raise
-            except ConflictError:
+                await self.store.append(self.id, batch, expected_seq=first, lease=self._lease.current)
+            except ConflictError as exc:
+                if exc.code != "seq_conflict":  # busy, lease lost, file locked: retrying here would only wait again
+                    await self._reload()
+                    raise
                 await self._rebase(batch)
             except BaseException:
                 await self._reload()
@@ -491,7 +436,9 @@ class Session:
         self._stage(batch)
         self._pending = []
         try:
-            await self.store.append(self.id, batch, expected_seq=self.history.next_seq - len(batch), lease=self._lease)
+            await self.store.append(
+                self.id, batch, expected_seq=self.history.next_seq - len(batch), lease=self._lease.current
+            )
         except BaseException:
             await self._reload()
             raise
