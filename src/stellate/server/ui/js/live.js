@@ -4,6 +4,12 @@
 import { api, allSessions, sse } from './api.js';
 
 const HISTORY = 500;
+// Everything but the text chunks, which only the page running a turn needs (from the turn's own stream).
+const TYPES = [
+  'session_created', 'session_forked', 'session_archived', 'message_received', 'round_start', 'assistant_reply',
+  'tool_call', 'tool_result', 'round_end', 'turn_finished', 'memory_updated', 'insight_updated',
+  'consolidation_done', 'error',
+];
 const FOREST_TYPES = new Set([
   'session_created', 'session_forked', 'session_archived', 'turn_finished', 'memory_updated', 'insight_updated',
   'consolidation_done',
@@ -31,7 +37,7 @@ export const live = {
     const run = async () => {
       while (!controller.signal.aborted) {
         try {
-          const opened = sse('/events', {
+          const opened = sse('/events?types=' + TYPES.join(','), {
             signal: controller.signal,
             onEvent: (type, data) => this.dispatch(type, data),
           });
