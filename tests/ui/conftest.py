@@ -47,10 +47,16 @@ def page(browser: Any) -> Iterator[Any]:
     context = browser.new_context(viewport={"width": 1280, "height": 800})
     opened = context.new_page()
     errors: list[str] = []
+    elsewhere: list[str] = []
     opened.on("pageerror", lambda error: errors.append(str(error)))
+    # The UI works offline: every request goes to the server on loopback (or is inline data).
+    opened.on(
+        "request", lambda r: None if r.url.startswith(("http://127.0.0.1:", "data:")) else elsewhere.append(r.url)
+    )
     yield opened
     context.close()
     assert not errors, f"the page raised: {errors}"
+    assert not elsewhere, f"the page fetched from elsewhere: {elsewhere}"
 
 
 @pytest.fixture

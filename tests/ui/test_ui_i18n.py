@@ -83,6 +83,9 @@ def test_switching_to_chinese_changes_every_visible_label(server: ServerThread, 
             page.locator(".tool-card summary").first.click()
         assert english_words(page) == set(), route
 
+    page.locator("#theme-toggle").click()
+    assert page.evaluate("() => document.documentElement.dataset.theme") == "dark"
     page.reload()
     page.wait_for_selector("body[data-ready=true]")
     assert page.locator("#nav a[data-page=settings]").inner_text() == "设置", "the language is remembered"
+    assert page.evaluate("() => document.documentElement.dataset.theme") == "dark", "so is the theme"

@@ -61,6 +61,10 @@ def test_the_map_shows_the_demo_forest_and_a_click_opens_the_panel(demo_server: 
 
     root = forest[0]
     point = page.evaluate("(id) => window.stellate.map.screenPoint(id)", root["id"])
+    page.mouse.move(point["x"], point["y"])
+    card = page.locator(".hover-card")
+    card.wait_for(state="visible")
+    assert "Study abroad plan" in card.inner_text() and "2 turns" in card.inner_text()
     page.mouse.click(point["x"], point["y"])
     panel = page.locator(".panel")
     panel.wait_for(state="visible")
