@@ -75,7 +75,7 @@ def shoot(page: Any, url: str, ids: dict[str, str], lang: str, theme: str) -> No
     root, budget = ids["Study abroad plan"], ids["Budget"]
     views = {
         "map": f"#/map/{root}",
-        "chat": f"#/chat/{budget}",
+        "chat": f"#/chat/{root}",
         "inspector": f"#/inspect/{budget}",
         "events": "#/events",
         "settings": "#/settings",

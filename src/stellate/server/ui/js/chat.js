@@ -70,7 +70,7 @@ class ChatPage {
       const kids = node.children.map(row).filter(Boolean);
       const button = h('button', { type: 'button', class: 'tree-row' + (id === this.id ? ' current' : ''),
         'aria-current': id === this.id ? 'page' : null, onclick: () => go('#/chat/' + encodeURIComponent(id)) },
-        h('i', { class: 'dot ' + (node.status === 'archived' ? 'archived' : node.parent_id ? 'leaf' : 'root') }),
+        h('i', { class: 'dot ' + (node.status === 'archived' ? 'archived' : !node.parent_id ? 'root' : node.children.length ? 'inner' : 'leaf') }),
         h('span', { class: 'label', translate: 'no', text: node.label || node.id }),
         h('span', { class: 'count', title: t('common.turns', { n: node.turn_count }), text: String(node.turn_count) }),
         forest.running.has(id) ? h('span', { class: 'busy-dot', title: t('common.running'), 'aria-label': t('common.running') }) : null);
