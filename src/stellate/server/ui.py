@@ -7,6 +7,7 @@ inline scripts, remote images and connections to any other origin as a second li
 
 from __future__ import annotations
 
+import mimetypes
 from pathlib import Path
 
 from fastapi import FastAPI
@@ -15,6 +16,9 @@ from fastapi.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 __all__ = ["CONTENT_SECURITY_POLICY", "UI_DIR", "install_ui"]
+
+# Module scripts load only with a JavaScript type (the page sends nosniff), whatever the host's mime table says.
+mimetypes.add_type("text/javascript", ".js")
 
 UI_DIR = Path(__file__).with_name("ui")
 """Where the UI's files live inside the package."""

@@ -22,6 +22,11 @@ class ChatPage {
     this.streaming = null;
     this.build(container);
     this.offForest = forest.on(() => { this.renderTree(); this.renderHeader(); });
+    this.onVisibility = (event) => {
+      if (!event.detail && this.tail) this.tail.abort();
+      else if (event.detail && this.id && !this.streaming) this.load();
+    };
+    window.addEventListener('stellate-visibility', this.onVisibility);
     if (forest.loaded) this.renderTree(); else forest.refresh(0);
     if (id) this.load();
     else emptyState(this.messages, t('chat.pick'));
@@ -29,6 +34,7 @@ class ChatPage {
 
   destroy() {
     this.offForest();
+    window.removeEventListener('stellate-visibility', this.onVisibility);
     if (this.tail) this.tail.abort();
   }
 

@@ -108,6 +108,12 @@ async function boot() {
     if (window.stellate.map && route().name === 'map') return;
     render();
   });
+  // A browser opens at most six connections to one server: hidden tabs give theirs back (their streams stop,
+  // and resume with a fresh state when the tab is shown again).
+  document.addEventListener('visibilitychange', () => {
+    if (document.hidden) live.stop(); else live.start();
+    window.dispatchEvent(new CustomEvent('stellate-visibility', { detail: !document.hidden }));
+  });
   live.start();
   await forest.load().catch(() => null);
   render();
