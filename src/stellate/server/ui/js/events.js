@@ -1,7 +1,7 @@
 // The space's live events: created, forked, archived, turns, memory and insight, errors. Filters by kind,
 // pause, bounded (the newest 500 kept), each with its session's label.
 
-import { clear, clock, clip, h, fill } from './dom.js';
+import { clock, clip, fill, h } from './dom.js';
 import { t } from './i18n.js';
 import { forest, live } from './live.js';
 import { go } from './shared.js';

@@ -2,7 +2,7 @@
 // configuration, the slots (editable), the lineage, and the raw event log with inherited events marked.
 
 import { allEvents, api, sid } from './api.js';
-import { clear, clock, h, pretty, fill } from './dom.js';
+import { clock, fill, h, pretty } from './dom.js';
 import { t } from './i18n.js';
 import { forest } from './live.js';
 import { emptyState, errorNode, go } from './shared.js';

@@ -1,7 +1,7 @@
 // The shell: navigation, routing by location hash, language and theme, and the API key prompt.
 
 import { api, auth } from './api.js';
-import { clear, h, svgIcon, fill } from './dom.js';
+import { fill, h, svgIcon } from './dom.js';
 import { onLanguage, preferredLanguage, setLanguage, t } from './i18n.js';
 import { forest, live } from './live.js';
 import { modal, resetCaches } from './shared.js';

@@ -3,7 +3,7 @@
 // whenever the shared forest changes (the events stream), so a fork made by the model appears at once.
 
 import { api, sid } from './api.js';
-import { clear, clip, h, timeAgo, fill } from './dom.js';
+import { clear, clip, fill, h, timeAgo } from './dom.js';
 import { t } from './i18n.js';
 import { layoutForest } from './layout.js';
 import { forest } from './live.js';

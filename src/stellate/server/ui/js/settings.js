@@ -2,7 +2,7 @@
 // offers: named models (never their keys), profiles, tools, skills, background work.
 
 import { api, auth } from './api.js';
-import { clear, h, fill } from './dom.js';
+import { fill, h } from './dom.js';
 import { LANGUAGES, language, setLanguage, t } from './i18n.js';
 import { capabilities, emptyState, errorNode } from './shared.js';
 import { setTheme, theme } from './theme.js';

@@ -1,7 +1,7 @@
 // What several pages use: toasts, modal dialogs (confirm, fork), the space's capabilities, navigation.
 
 import { api, sid } from './api.js';
-import { clear, h, fill } from './dom.js';
+import { fill, h } from './dom.js';
 import { t } from './i18n.js';
 
 let capabilitiesCache = null;
