@@ -56,7 +56,8 @@ def test_every_layer_imports_only_layers_below_it() -> None:
 def test_core_import_loads_no_optional_extra() -> None:
     code = (
         "import sys, stellate, stellate.sync, stellate.store, stellate.llm;"
-        "extras = ('httpx', 'psycopg', 'psycopg_pool', 'tiktoken', 'llama_cpp', 'rich');"
+        "extras = ('httpx', 'psycopg', 'psycopg_pool', 'tiktoken', 'llama_cpp', 'rich', 'fastapi', 'uvicorn',"
+        " 'sse_starlette');"
         "print(sorted(m for m in extras if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()

@@ -11,10 +11,10 @@ import httpx
 import pytest
 import uvicorn
 
-from stellate import Agent, ForkOptions
+from stellate import Agent, ForkOptions, SessionConfig
 from stellate.client import Client, SyncClient
 from stellate.engine.events import TextChunk, TurnFinished
-from stellate.errors import ForkError, NotFoundError
+from stellate.errors import ForkError, NotFoundError, UsageError
 from stellate.llm.scripted import ScriptedLLM
 from stellate.server import create_app
 from stellate.store.memory import MemoryStore
@@ -94,3 +94,14 @@ def test_the_sync_client_blocks_and_streams(server_url: str) -> None:
         assert [d.id for d in remote.list_session_digests()] == [root.id]
         with pytest.raises(NotFoundError):
             remote.get_session_digest("nope")
+
+
+async def test_a_config_crosses_by_name_only(client: Client) -> None:
+    made = await client.create_session(label="named", config=SessionConfig(skills=[]))
+    await client.set_system_prompt(made.id, "Be brief.")
+    with pytest.raises(UsageError):
+        await client.create_session(label="objects", config=SessionConfig(llm=echo_llm()))
+    with pytest.raises(UsageError) as unknown:
+        await client.create_session(label="unknown", config=SessionConfig(tools=["nope"]))
+    assert unknown.value.code == "tool_not_found"
+    assert [d.label for d in await client.list_session_digests()] == ["named"]

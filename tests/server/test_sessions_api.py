@@ -100,3 +100,24 @@ async def test_lineage_lists_ancestors_with_their_fork_seqs_and_descendants(clie
     assert [a["id"] for a in lineage["ancestors"]] == [root]
     assert [d["id"] for d in lineage["descendants"]["children"]] == [grandchild]
     assert (await client.get("/sessions/nope/lineage")).status_code == 404
+
+
+async def test_a_root_can_name_its_model_tools_and_skills(client: httpx.AsyncClient) -> None:
+    made = await client.post("/sessions", json={"label": "r", "tools": ["add"], "skills": []})
+    assert made.status_code == 201
+    assert (await client.get(f"/sessions/{made.json()['id']}")).json()["config"]["tools"] == ["add"]
+    model = await client.post("/sessions", json={"label": "r", "llm": "nope"})
+    assert model.status_code == 422 and model.json()["code"] == "adapter_not_found"
+    tool = await client.post("/sessions", json={"label": "r", "tools": ["nope"]})
+    assert tool.status_code == 422 and tool.json()["code"] == "tool_not_found"
+    fork = await client.post(f"/sessions/{made.json()['id']}/forks", json={"label": "c", "tools": ["nope"]})
+    assert fork.status_code == 422 and fork.json()["code"] == "tool_not_found"
+    assert len((await client.get("/sessions")).json()["items"]) == 1
+
+
+async def test_the_system_prompt_is_editable(client: httpx.AsyncClient) -> None:
+    sid = await create(client, "p", system_prompt="old")
+    detail = (await client.put(f"/sessions/{sid}/system_prompt", json={"content": "new"})).json()
+    assert detail["system_prompt"] == "new"
+    await client.post(f"/sessions/{sid}/turns", json={"content": "hi"})
+    assert (await client.get(f"/sessions/{sid}/context")).json()["system_prompt"] == "new"

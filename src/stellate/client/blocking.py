@@ -51,6 +51,10 @@ class SyncClient:
         """See `Agent.create_session`."""
         return self._call(lambda: self.client.create_session(**kwargs))
 
+    def set_system_prompt(self, session_id: str, content: str) -> None:
+        """See `Client.set_system_prompt`."""
+        self._call(lambda: self.client.set_system_prompt(session_id, content))
+
     def fork_session(self, source_id: str, options: ForkOptions | None = None, **fields: Any) -> SessionDigest:
         """See `Agent.fork_session`."""
         return self._call(lambda: self.client.fork_session(source_id, options, **fields))

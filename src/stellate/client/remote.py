@@ -18,8 +18,9 @@ from pydantic import TypeAdapter
 
 from stellate.agent import Reflection, SessionDigest, TopologyNode
 from stellate.client.errors import error_from_problem
-from stellate.engine import ForkOptions
+from stellate.engine import ForkOptions, SessionConfig
 from stellate.engine.events import AgentEvent, TurnEvent, TurnResult
+from stellate.errors import UsageError
 from stellate.log.messages import Message, message_from_json
 
 __all__ = ["Client"]
@@ -77,11 +78,26 @@ class Client:
     # -- sessions --------------------------------------------------------------------------------
 
     async def create_session(
-        self, *, label: str = "", system_prompt: str | None = None, session_id: str | None = None
+        self,
+        *,
+        label: str = "",
+        system_prompt: str | None = None,
+        session_id: str | None = None,
+        config: SessionConfig | None = None,
     ) -> SessionDigest:
-        """See `Agent.create_session` (a per-session ``config`` cannot cross HTTP)."""
-        body = {"label": label, "system_prompt": system_prompt, "session_id": session_id}
+        """See `Agent.create_session`; ``config`` may name the server's model, tools and skills (names only).
+
+        Raises:
+            UsageError: ``config`` holds objects (an adapter, a tool, a function), which cannot cross HTTP.
+        """
+        body: dict[str, Any] = {"label": label, "system_prompt": system_prompt, "session_id": session_id}
+        if config is not None:
+            body.update(_names(config))
         return _DIGEST.validate_python(await self._call("POST", "/sessions", json=_compact(body)))
+
+    async def set_system_prompt(self, session_id: str, content: str) -> None:
+        """See `stellate.agent.editing.set_system_prompt`."""
+        await self._call("PUT", f"/sessions/{session_id}/system_prompt", json={"content": content})
 
     async def fork_session(self, source_id: str, options: ForkOptions | None = None, **fields: Any) -> SessionDigest:
         """See `Agent.fork_session`; ``llm`` and ``tools`` must be names the server knows."""
@@ -214,6 +230,16 @@ class Client:
 
 
 _DIGEST_FIELDS = ("id", "label", "status", "parent_id", "memory", "insight", "turn_count", "last_activity")
+
+
+def _names(config: SessionConfig) -> dict[str, Any]:
+    if config.consolidate_fn is not None or config.compress_fn is not None or config.system_prompt is not None:
+        raise UsageError("over HTTP a session config may set only llm, tools and skills (by name)")
+    tools = list(config.tools) if config.tools is not None else None
+    if not isinstance(config.llm, str | None) or any(not isinstance(t, str) for t in tools or ()):
+        raise UsageError("over HTTP a session's model and tools are named, not passed as objects")
+    skills = list(config.skills) if config.skills is not None else None
+    return {"llm": config.llm, "tools": tools, "skills": skills}
 
 
 def _compact(body: Mapping[str, Any]) -> dict[str, Any]:

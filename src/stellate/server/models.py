@@ -51,6 +51,12 @@ class CreateSessionBody(_Body):
     system_prompt: str | None = Field(None, max_length=200_000)
     session_id: str | None = Field(None, pattern=SESSION_ID_PATTERN)
     """Id to use (default: a new one)."""
+    llm: str | None = Field(None, max_length=200)
+    """A named model of the server (see ``GET /v1/capabilities``); default: the server's model."""
+    tools: list[str] | None = Field(None, max_length=200)
+    """Names of the tools the session may call; default: all of them."""
+    skills: list[str] | None = Field(None, max_length=200)
+    """Skill whitelist; ``[]`` means none, default: every skill."""
 
 
 class TurnBody(_Body):

@@ -40,17 +40,19 @@ class LiveTurn:
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
-        self.events: list[dict[str, Any]] = []
+        self.events: list[tuple[TurnEvent, float | None]] = []
+        """Each event with its duration in ms (tool results only); made JSON only for those who watch."""
         self.result: TurnResult | None = None
         self.error: BaseException | None = None
         self.task: asyncio.Task[None] | None = None
+        self._ended = False
         self._changed = asyncio.Condition()
         self._started_at: dict[str, float] = {}
 
     @property
     def done(self) -> bool:
         """Whether the turn has ended (completed, failed or aborted)."""
-        return self.task is not None and self.task.done()
+        return self._ended or (self.task is not None and self.task.done())
 
     async def run(self, agent: Agent, content: str, busy_timeout: float | None) -> None:
         """Drive the turn to its end, recording every event."""
@@ -65,30 +67,34 @@ class LiveTurn:
             await agent.events.publish(_error_event(self.session_id, exc))
         finally:
             async with self._changed:
+                self._ended = True
                 self._changed.notify_all()
 
     async def _record(self, event: TurnEvent) -> None:
-        data = event_data(event)
+        duration = None
         if isinstance(event, ToolCallStarted):
             self._started_at[event.call.id] = time.monotonic()
         elif isinstance(event, ToolCallFinished):
             started = self._started_at.pop(event.call.id, None)
-            data["duration_ms"] = round((time.monotonic() - started) * 1000, 3) if started is not None else None
+            duration = round((time.monotonic() - started) * 1000, 3) if started is not None else None
         elif isinstance(event, TurnFinished):
             self.result = event.result
         async with self._changed:
-            self.events.append(data)
+            self.events.append((event, duration))
             self._changed.notify_all()
 
     async def watch(self) -> AsyncIterator[dict[str, Any]]:
-        """Every event of the turn from its start, then new ones as they come, until it ends."""
+        """Every event of the turn (as JSON data) from its start, then new ones as they come, until it ends."""
         index = 0
         while True:
             async with self._changed:
                 while index >= len(self.events) and not self.done:
                     await self._changed.wait()
                 fresh, index = self.events[index:], len(self.events)
-            for data in fresh:
+            for event, duration in fresh:
+                data = event_data(event)
+                if isinstance(event, ToolCallFinished):
+                    data["duration_ms"] = duration
                 yield data
             if self.done and index >= len(self.events):
                 return

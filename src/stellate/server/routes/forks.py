@@ -38,6 +38,7 @@ async def fork_session(
     and ``context: inherit``, up to the last completed turn. While the source runs a turn on this server the
     fork would wait for it: it is refused with 409 ``session_busy`` unless ``wait`` is set.
     """
+    caller.agent.registries.resolve_tools(body.tools)  # an unknown name fails now, not at the child's first turn
     if not wait and caller.server.turns.current(caller.space, session_id) is not None:
         await _refuse_while_running(caller, session_id, body)
     return await caller.agent.fork_session(session_id, body.options())

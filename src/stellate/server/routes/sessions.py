@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query, status
 
 from stellate.agent import SessionDigest, TopologyNode
 from stellate.agent.editing import rename_session, set_system_prompt
+from stellate.engine import SessionConfig
 from stellate.server.models import (
     ContentBody,
     CreateSessionBody,
@@ -33,8 +34,12 @@ router = APIRouter(tags=["sessions"])
 )
 async def create_session(body: CreateSessionBody, caller: CallerDep) -> SessionDigest:
     """Create a root session (a new tree of the forest)."""
+    config = None
+    if body.llm is not None or body.tools is not None or body.skills is not None:
+        caller.agent.registries.resolve_tools(body.tools)  # an unknown name fails now, not at the first turn
+        config = SessionConfig(llm=body.llm, tools=body.tools, skills=body.skills)
     return await caller.agent.create_session(
-        label=body.label, system_prompt=body.system_prompt, session_id=body.session_id
+        label=body.label, system_prompt=body.system_prompt, session_id=body.session_id, config=config
     )
 
 
@@ -160,18 +165,18 @@ async def clear_insight(session_id: str, caller: CallerDep) -> SessionDigest:
     return await caller.agent.get_session_digest(session_id)
 
 
+@router.put("/sessions/{session_id}/system_prompt", response_model=SessionDetail, responses=problem_responses(404, 409))
+async def put_system_prompt(session_id: str, body: ContentBody, caller: CallerDep) -> SessionDetail:
+    """Replace the system prompt from the session's next model call on."""
+    await set_system_prompt(caller.agent, session_id, body.content)
+    return await get_session(session_id, caller)
+
+
 @router.put("/sessions/{session_id}/memory", response_model=SessionDigest, responses=problem_responses(404, 409))
 async def put_memory(session_id: str, body: ContentBody, caller: CallerDep) -> SessionDigest:
     """Replace the memory (read by reflection, never by the session's own model)."""
     await caller.agent.put_memory(session_id, body.content)
     return await caller.agent.get_session_digest(session_id)
-
-
-@router.put("/sessions/{session_id}/system_prompt", response_model=SessionDetail, responses=problem_responses(404, 409))
-async def put_system_prompt(session_id: str, body: ContentBody, caller: CallerDep) -> SessionDetail:
-    """Replace the system prompt from the session's next model call on (earlier calls keep theirs in the log)."""
-    await set_system_prompt(caller.agent, session_id, body.content)
-    return await get_session(session_id, caller)
 
 
 @router.post("/sessions/{session_id}/consolidate", response_model=MemoryOut, responses=problem_responses(404, 409, 503))
