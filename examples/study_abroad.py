@@ -1,4 +1,4 @@
-"""A study-abroad planner on a forest of sessions, with the three profiles of the fork design (seed 000).
+"""A study-abroad planner on a forest of sessions, with three kinds of fork profile.
 
     python examples/study_abroad.py            # offline, scripted model
     OPENAI_API_KEY=... python examples/study_abroad.py      # or ANTHROPIC_API_KEY / DEEPSEEK_API_KEY

@@ -240,6 +240,7 @@ async def test_fork_errors_are_typed_and_change_nothing(store: MemoryStore) -> N
     with pytest.raises(ForkError) as info:
         await agent.fork_session(root.id, label="x", profile="nope")
     assert info.value.code == "profile_not_found"
+    assert f"(known: {', '.join(sorted(PROFILES))})" in info.value.message  # the agent's profiles, not none
     with pytest.raises(NotFoundError):
         await agent.fork_session(root.id, label="x", topology_parent_id="ghost")
     child = await agent.fork_session(root.id, label="c", session_id="fixed")

@@ -4,6 +4,7 @@ import subprocess
 import sys
 from importlib.metadata import entry_points
 
+import pytest
 from cli_support import Run, run_process
 
 from stellate import __version__
@@ -36,8 +37,34 @@ def test_the_entry_point_is_declared() -> None:
     assert script.value == "stellate.cli:main"
 
 
-def test_without_rich_the_command_names_the_extra_to_install() -> None:
-    code = "import sys; sys.modules['rich'] = None; from stellate.cli import main; sys.exit(main(['db', 'path']))"
+@pytest.mark.parametrize("module", ["rich", "prompt_toolkit"])
+def test_without_its_terminal_libraries_the_command_names_the_extra_to_install(module: str) -> None:
+    code = f"import sys; sys.modules[{module!r}] = None; from stellate.cli import main; sys.exit(main(['db', 'path']))"
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
     assert done.returncode == 78
     assert 'pip install "stellate[cli]"' in done.stderr and done.stderr.count("\n") == 1
+
+
+def test_no_command_shows_the_usage_and_the_commands(cli: Run) -> None:
+    result = cli()
+    assert result.status == 2
+    assert result.err.startswith("usage: stellate") and "stellate: stellate" not in result.err
+    for command in ("demo", "chat", "sessions", "db"):
+        assert f"\n    {command} " in result.err
+
+
+def test_a_command_without_its_action_lists_the_actions(cli: Run) -> None:
+    result = cli("sessions")
+    assert result.status == 2 and result.err.startswith("usage: stellate sessions")
+    assert "\n    tree " in result.err and "\n    show " in result.err
+
+
+def test_a_postgresql_url_without_the_extra_names_it_and_exits_78() -> None:
+    code = (
+        "import sys; sys.modules['psycopg'] = None; from stellate.cli import main;"
+        " sys.exit(main(['--db', 'postgresql://postgres@127.0.0.1:5432/test', 'sessions', 'tree']))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=30)
+    assert done.returncode == 78, done.stderr
+    assert 'pip install "stellate[postgres]"' in done.stderr and "[missing_extra]" in done.stderr
+    assert done.stderr.count("\n") == 1

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import asyncio
 import json
 from pathlib import Path
 
@@ -7,6 +8,8 @@ import pytest
 from cli_support import Forest, Run, events_of, run_process
 
 from stellate.cli.exit_codes import EXIT_STATUS
+from stellate.cli.slash import COMMANDS
+from stellate.testing.mock_llm import MockFailure, MockLLMServer, MockReply
 
 
 @pytest.fixture
@@ -121,3 +124,133 @@ def test_chat_end_to_end_in_a_child_process(scripted: Path, forest: Forest) -> N
     assert result.status == 0, result.err
     assert f"session {forest.child} · Child" in result.out
     assert "(scripted) you said: where am I?" in result.out
+
+
+# -- slash commands: real --help, flags never taken as text, several words -------------------------------------
+
+
+def _memory_of(db: Path, session_id: str) -> list[object]:
+    return [data for _, kind, data in events_of(db, session_id) if kind == "memory/put"]
+
+
+def _current(out: str) -> str:
+    return [line.split()[1] for line in out.splitlines() if line.startswith("session ")][-1]
+
+
+def test_help_of_a_text_command_is_shown_and_never_stored(cli: Run, scripted: Path, db: Path) -> None:
+    result = cli("chat", stdin=_lines("/memory --help", "/memory --bogus", "/memory -- --help is a flag"))
+    assert result.status == 0
+    assert "usage: /memory" in result.out and "rest of the line" in result.out
+    assert "unrecognized arguments: --bogus" in result.err and "/memory -- TEXT" in result.err
+    assert _memory_of(db, _current(result.out)) == [{"content": "--help is a flag"}]
+
+
+def test_text_is_kept_as_typed_apostrophes_and_spacing_included(cli: Run, scripted: Path, db: Path) -> None:
+    result = cli("chat", stdin=_lines('/insight Don\'t  book before "May"', "/insight"))
+    assert result.status == 0, result.err
+    assert 'insight pending: Don\'t  book before "May"' in result.out
+    assert cli("chat", stdin=_lines("/insight --clear")).out.count("insight pending: (none)") == 1
+
+
+@pytest.mark.parametrize("command", [name for name in COMMANDS if name != "exit"])  # /exit is /quit
+def test_every_slash_command_has_help_that_names_it(cli: Run, scripted: Path, command: str) -> None:
+    result = cli("chat", stdin=_lines(f"/{command} --help", f"/help {command}"))
+    assert result.status == 0 and not result.err
+    assert result.out.count(f"usage: /{command}") == 2
+
+
+def test_fork_help_shows_its_options_instead_of_pointing_at_itself(cli: Run, scripted: Path) -> None:
+    result = cli("chat", stdin=_lines("/fork --help"))
+    assert "--profile P" in result.out and "--context" in result.out and "--at SEQ" in result.out
+    assert not result.err
+
+
+def test_a_label_of_several_words_needs_no_quotes(cli: Run, scripted: Path, db: Path) -> None:
+    result = cli("chat", stdin=_lines("hi", "/fork Plan B --at 2", "/fork Plan C, the cheap one"))
+    assert result.status == 0, result.err
+    assert "· Plan B ·" in result.out and "· Plan C, the cheap one ·" in result.out
+
+
+def test_an_unknown_profile_lists_the_profiles_there_are(cli: Run, scripted: Path) -> None:
+    result = cli("chat", stdin=_lines("/fork X --profile nope"))
+    assert "[profile_not_found]" in result.err and "(known: expert, researcher)" in result.err
+
+
+def test_switch_takes_a_label_or_an_id_prefix(cli: Run, scripted: Path, forest: Forest) -> None:
+    result = cli("chat", "--session", "Root", stdin=_lines("/switch child", f"/switch {forest.root[:-6]}"))
+    assert result.status == 0, result.err
+    assert [line.split()[1] for line in result.out.splitlines() if line.startswith("session ")] == [
+        forest.root,
+        forest.child,
+        forest.root,
+    ]
+
+
+def test_sessions_lists_and_finds_and_rename_relabels(cli: Run, scripted: Path, forest: Forest, db: Path) -> None:
+    result = cli("chat", "--session", "Child", stdin=_lines("/rename Budget  for Germany", "/sessions germany"))
+    assert result.status == 0, result.err
+    assert events_of(db, forest.child)[-1][1:] == ("label/set", {"label": "Budget  for Germany"})
+    listing = result.out.split("/sessions germany", 1)[1]
+    assert forest.child in listing and "◀ current" in listing and forest.root not in listing
+
+
+# -- what a turn looks like -------------------------------------------------------------------------------------
+
+
+def test_no_empty_speaker_line_before_tool_calls_or_errors(cli: Run, scripted: Path) -> None:
+    tool_only = {"tool_calls": [{"name": "create_session", "arguments": {"label": "Side"}}]}
+    scripted.write_text(json.dumps([tool_only, "Opened it.", {"error": "the provider is down"}]))
+    result = cli("chat", stdin=_lines("branch off", "again"))
+    lines = result.out.splitlines()
+    assert "assistant › Opened it." in lines
+    assert not [line for line in lines if line.strip() in ("assistant ›", "assistant")]
+    assert lines[lines.index("you › again") + 1 :] == []  # the failure printed nothing on stdout
+
+
+def test_piped_input_fails_when_every_turn_failed(cli: Run, scripted: Path) -> None:
+    scripted.write_text(json.dumps([{"error": "down"}, {"error": "still down"}]))
+    result = cli("chat", stdin=_lines("hi", "/tree", "hello"))
+    assert result.status == EXIT_STATUS["provider_error"]
+    assert result.err.count("[provider_error]") == 2
+
+
+def test_piped_input_without_any_turn_succeeds(cli: Run, scripted: Path) -> None:
+    assert cli("chat", stdin=_lines("/tree", "/bogus")).status == 0
+
+
+async def test_retries_are_shown_and_the_banner_names_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
+    steps = [MockFailure(status=503, retry_after=0.05), MockReply(text="Hello **there**.")]
+    async with MockLLMServer(steps) as server:
+        base_url = server.openai_base_url
+        monkeypatch.setenv("STELLATE_BASE_URL", base_url)
+        result = await asyncio.to_thread(run_process, "chat", "--provider", "openai", stdin=_lines("hi"))
+    assert result.status == 0, result.err
+    assert f"openai · gpt-4o-mini (default name; --model sets it) · at {base_url}" in result.out
+    assert "↻ retrying in 0.1 s (HTTP 503, attempt 2 of 3)" in result.out
+    assert "assistant › Hello **there**." in result.out  # piped: the raw text, not rendered
+    assert [r.body["model"] for r in server.requests] == ["gpt-4o-mini", "gpt-4o-mini"]
+
+
+def test_the_banner_names_a_chosen_model_without_a_default_mark(cli: Run, scripted: Path) -> None:
+    result = cli("chat", "--model", "my-model", stdin="")
+    assert "stellate chat · scripted · my-model · /help" in result.out
+
+
+async def test_a_server_that_serves_one_model_is_talked_to_by_its_name() -> None:
+    async with MockLLMServer([MockReply(text="Hi.")], models=["qwen2.5-7b"]) as server:
+        base_url = server.openai_base_url
+        result = await asyncio.to_thread(
+            run_process, "chat", "--provider", "openai", "--base-url", base_url, stdin=_lines("hi")
+        )
+    assert result.status == 0, result.err
+    assert f"stellate chat · openai · qwen2.5-7b · at {base_url} ·" in result.out
+    assert [r.body["model"] for r in server.requests] == ["qwen2.5-7b"]
+
+
+async def test_a_server_that_serves_several_models_is_named_in_the_banner() -> None:
+    async with MockLLMServer([MockReply(text="Hi.")], models=["llama3", "mistral"]) as server:
+        base_url = server.openai_base_url
+        result = await asyncio.to_thread(
+            run_process, "chat", "--provider", "openai", "--base-url", base_url, stdin=_lines("/quit")
+        )
+    assert "gpt-4o-mini (default name; the server lists llama3, mistral; --model picks one)" in result.out

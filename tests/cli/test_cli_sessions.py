@@ -9,6 +9,7 @@ from cli_support import Forest, Run, events_of, read_db, session_ids
 from stellate.cli.console import PROGRESS_MIN_EVENTS
 from stellate.cli.exit_codes import EXIT_STATUS
 from stellate.log.events import make_event
+from stellate.store import SessionId
 from stellate.store.sqlite import SqliteStore
 
 
@@ -203,3 +204,51 @@ def test_an_import_that_is_not_utf8_is_bad_format_and_writes_nothing(
     assert result.status == EXIT_STATUS["bad_format"] == 8
     assert "line 3" in result.err and "[bad_format]" in result.err
     assert session_ids(db) == before
+
+
+# -- naming sessions by prefix or label, listing, renaming --------------------------------------------------------
+
+
+def test_a_label_or_a_unique_id_prefix_names_a_session(cli: Run, forest: Forest) -> None:
+    by_label = cli("sessions", "show", "  child ")
+    by_prefix = cli("sessions", "show", forest.child[:-4])
+    assert by_label.status == by_prefix.status == 0
+    assert f"id             {forest.child}" in by_label.out and by_label.out == by_prefix.out
+
+
+def test_a_reference_that_fits_several_sessions_lists_them_and_picks_none(cli: Run, forest: Forest, db: Path) -> None:
+    assert cli("sessions", "fork", "Root", "--label", "child").status == 0  # a second "Child", other case
+    result = cli("sessions", "export", "Child", "out.jsonl")
+    assert result.status == EXIT_STATUS["usage_error"] and "[usage_error]" in result.err
+    assert "matches 2 sessions" in result.err and forest.child in result.err
+    assert not Path("out.jsonl").exists()
+
+
+def test_a_reference_that_fits_nothing_is_session_not_found(cli: Run, forest: Forest) -> None:
+    result = cli("sessions", "archive", "Nobody")
+    assert result.status == EXIT_STATUS["session_not_found"] and "[session_not_found]" in result.err
+
+
+def test_list_shows_recent_sessions_first_and_filters_them(cli: Run, forest: Forest, db: Path) -> None:
+    async def note(store: SqliteStore) -> None:
+        await store.append(SessionId(forest.root), [make_event("memory/put", {"content": "Visa deadlines in May"})])
+
+    read_db(db, note)
+    everything = cli("sessions", "list")
+    assert everything.status == 0
+    rows = [line for line in everything.out.splitlines() if line.startswith("s-")]
+    assert [row.split()[0] for row in rows] == [forest.root, forest.child]  # the root was active last
+    assert "Visa deadlines in May" in everything.out
+    found = cli("sessions", "list", "--search", "MAY visa")
+    assert forest.root in found.out and forest.child not in found.out
+    assert forest.child in cli("sessions", "list", "--under", "Child").out
+    assert forest.root not in cli("sessions", "list", "--under", "Child").out
+    assert forest.child not in cli("sessions", "list", "--roots").out
+    assert "no session matches" in cli("sessions", "list", "--status", "archived").out
+
+
+def test_rename_takes_several_words_and_the_log_records_it(cli: Run, forest: Forest, db: Path) -> None:
+    result = cli("sessions", "rename", "Child", "Budget", "for", "Germany")
+    assert result.status == 0 and "'Budget for Germany'" in result.out
+    assert events_of(db, forest.child)[-1][1:] == ("label/set", {"label": "Budget for Germany"})
+    assert "Budget for Germany" in cli("sessions", "show", "budget FOR germany").out

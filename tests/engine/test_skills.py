@@ -80,7 +80,8 @@ def test_duplicate_names_are_refused_naming_both_files(tmp_path: Path) -> None:
         ("description: 'single quoted: it''s'", "single quoted: it's"),
         ('description: "double quoted: \\"x\\""', 'double quoted: "x"'),
         ("description:   spaced out   ", "spaced out"),
-        ("description: Use when: the user asks", "Use when: the user asks"),
+        ("description: 'Use when: the user asks'", "Use when: the user asks"),
+        ("description: 2026", "2026"),
     ],
 )
 def test_front_matter_values_may_be_quoted_or_not(line: str, expected: str) -> None:
@@ -102,6 +103,33 @@ def test_indented_lines_continue_a_plain_value() -> None:
     assert parse_skill(text).description == "Spread over two lines."
 
 
+def test_a_skill_written_for_another_tool_loads_unchanged() -> None:
+    text = """---
+name: pdf-forms
+description: >-
+  Fill in PDF forms. Use when the user
+  mentions a form or a PDF.
+license: Apache-2.0
+allowed-tools: [Read, "Bash(python:*)"]
+metadata:
+  version: 1.2
+  tags:
+    - documents
+    - forms
+defaults: &defaults {dpi: 150}
+print: *defaults
+---
+# PDF forms
+Read the fields first.
+"""
+    skill = parse_skill(text)
+    assert (skill.name, skill.description) == (
+        "pdf-forms",
+        "Fill in PDF forms. Use when the user mentions a form or a PDF.",
+    )
+    assert skill.content == "# PDF forms\nRead the fields first."
+
+
 def test_comments_blank_lines_unknown_keys_and_a_bom_are_accepted(tmp_path: Path) -> None:
     path = tmp_path / "s" / "SKILL.md"
     path.parent.mkdir()
@@ -117,7 +145,11 @@ def test_comments_blank_lines_unknown_keys_and_a_bom_are_accepted(tmp_path: Path
         ("---\nname: s\n---\nBody.\n", "no 'description:'"),
         ("---\nname: s\ndescription: ''\n---\nBody.\n", "no 'description:'"),
         ("---\nname: s\ndescription: D.\n---\n\n  \n", "an empty body"),
-        ("---\nname: s\nthis is not a key line\ndescription: D.\n---\nBody.\n", "line 3: expected 'key: value'"),
+        ("---\nname: s\nthis is not a key line\ndescription: D.\n---\nBody.\n", "line 3: .* not valid YAML"),
+        ("---\nname: s\ndescription: Use when: asked\n---\nBody.\n", "line 3: .*quote a value that contains"),
+        ("---\n- name\n- description\n---\nBody.\n", "must be 'key: value' pairs"),
+        ("---\nname: s\ndescription: [a, b]\n---\nBody.\n", "'description' in the front matter must be text"),
+        ("---\nname: !!python/object:os.system x\ndescription: D.\n---\nBody.\n", "not valid YAML"),
     ],
 )
 def test_a_bad_skill_file_is_refused_naming_the_file(tmp_path: Path, text: str, problem: str) -> None:

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from stellate.errors import ProviderError, UsageError
-from stellate.llm._retry import AttemptFailed, RetryPolicy, retry_call, retry_stream
+from stellate.llm._retry import AttemptFailed, RetryNotice, RetryPolicy, retry_call, retry_stream
 
 QUICK = RetryPolicy(max_attempts=3, base_delay=0.001, max_delay=0.01, jitter=0.0)
 
@@ -143,3 +143,33 @@ async def test_abandoned_stream_closes_the_inner_stream() -> None:
     assert await anext(stream) == "a"
     await stream.aclose()
     assert closed
+
+
+async def test_every_retry_is_announced_before_its_wait_and_the_last_failure_is_not() -> None:
+    notices: list[RetryNotice] = []
+    policy = RetryPolicy(max_attempts=3, base_delay=0.001, max_delay=0.01, jitter=0.0, on_retry=notices.append)
+
+    async def attempt() -> str:
+        raise transient(503)
+
+    with pytest.raises(ProviderError):
+        await retry_call(policy, attempt)
+    assert [(n.attempt, n.max_attempts, n.status_code) for n in notices] == [(2, 3, 503), (3, 3, 503)]
+    assert notices[0].describe() == "retrying in 0.0 s (HTTP 503, attempt 2 of 3)"
+
+
+async def test_a_stream_retry_names_a_transport_failure_without_a_status() -> None:
+    notices: list[RetryNotice] = []
+    policy = RetryPolicy(max_attempts=2, base_delay=0.001, max_delay=0.01, jitter=0.0, on_retry=notices.append)
+    calls = 0
+
+    async def open_stream() -> AsyncGenerator[str, None]:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise AttemptFailed("ReadTimeout: timed out", retryable=True)
+        yield "text"
+
+    assert [item async for item in retry_stream(policy, open_stream)] == ["text"]
+    [notice] = notices
+    assert notice.reason == "ReadTimeout: timed out" and notice.status_code is None and notice.attempt == 2

@@ -247,7 +247,13 @@ class Agent:
         source = await self._source(source_id)
         source._check_writable()
         if options.profile is not None and options.profile not in self.registries.profiles:
-            plan_fork(source_id=source_id, defaults=self.defaults, parent=SessionConfig(), profiles={}, options=options)
+            plan_fork(
+                source_id=source_id,
+                defaults=self.defaults,
+                parent=SessionConfig(),
+                profiles=self.registries.profiles,
+                options=options,
+            )
         if self.split_guard is not None:
             history = source.history
             self.split_guard.check(turn_count=history.cursor.last_turn, last_fork_turn=history.last_fork_turn)
@@ -435,6 +441,10 @@ class Agent:
         """Drop a session's pending insight."""
         await (await self._session(session_id)).clear_insight()
         await self.events.publish(InsightUpdated(session_id=session_id, insight=None))
+
+    async def rename_session(self, session_id: str, label: str) -> None:
+        """Give a session a new label; the identity line of its next model call follows."""
+        await (await self._session(session_id)).set_label(label)
 
     async def consolidate_session(self, session_id: str) -> str:
         """Consolidate a session's history into its memory now and return the memory."""

@@ -1,7 +1,7 @@
 """The ``stellate`` command (extra ``cli``): ``demo``, ``chat``, ``sessions ...`` and ``db ...``.
 
-Run it as ``stellate`` or ``python -m stellate.cli``; `main` is the entry point. Without rich installed,
-the command prints the ``pip install`` that adds it instead of a traceback.
+Run it as ``stellate`` or ``python -m stellate.cli``; `main` is the entry point. Without rich or
+prompt-toolkit installed, the command prints the ``pip install`` that adds them instead of a traceback.
 """
 
 from __future__ import annotations
@@ -17,7 +17,9 @@ _MISSING_EXTRA_STATUS = 78  # EXIT_STATUS["missing_extra"]; kept here so this mo
 def main(argv: Sequence[str] | None = None) -> int:
     """Run ``stellate`` with ``argv`` (default: ``sys.argv[1:]``) and return the exit status."""
     try:
-        import stellate.cli.console  # noqa: F401 - imports rich first, or fails naming the pip install
+        # Each imports its extra's library first, or fails naming the pip install.
+        import stellate.cli.console  # rich
+        import stellate.cli.lines  # noqa: F401 - prompt-toolkit
     except ImportError as exc:
         print(f"stellate: {exc} [missing_extra]", file=sys.stderr)
         return _MISSING_EXTRA_STATUS

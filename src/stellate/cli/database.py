@@ -117,6 +117,7 @@ async def open_database(database: Database, *, create: bool = False, migrate: bo
 
     Raises:
         StoreError: ``store_not_found``, ``schema_behind``, ``store_locked`` (as ``ConflictError``).
+        UsageError: ``missing_extra`` when the URL's backend needs an extra that is not installed.
         SchemaError: the file comes from a newer stellate.
     """
     store = await _open(database, create=create, migrate=migrate)
@@ -128,7 +129,10 @@ async def open_database(database: Database, *, create: bool = False, migrate: bo
 
 async def _open(database: Database, *, create: bool, migrate: bool) -> BaseStore:
     if database.path is None:
-        return await open_store(database.url)
+        try:
+            return await open_store(database.url)
+        except ImportError as exc:  # the backend's extra (psycopg for postgresql://) is not installed
+            raise UsageError(str(exc), code="missing_extra") from exc
     is_new = not database.exists()
     if is_new and not create:
         raise StoreError(

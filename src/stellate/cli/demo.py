@@ -16,7 +16,8 @@ from stellate.agent import Agent, Reflector
 from stellate.cli.contexts import last_call_context
 from stellate.cli.database import open_database
 from stellate.cli.invocation import Invocation
-from stellate.cli.render import TurnPrinter, clip, digest_table, forest_tree
+from stellate.cli.render import clip, digest_table, forest_tree
+from stellate.cli.replies import TurnPrinter
 from stellate.cli.scenario import Trip, plan_trip, scripted_planner, scripted_reflector, study_abroad_profiles
 from stellate.engine.events import TurnEvent
 from stellate.store import BaseStore
@@ -47,7 +48,7 @@ class RichNarrator:
 
     def user(self, text: str) -> None:
         """The user's message."""
-        self.console.print(Text.assemble(("you › ", "bold cyan"), text), soft_wrap=True)
+        self.console.print(Text.assemble(("you › ", "bold cyan"), text), soft_wrap=not self.console.is_terminal)
 
     def event(self, event: TurnEvent) -> None:
         """Stream the turn."""
@@ -55,7 +56,7 @@ class RichNarrator:
 
     def note(self, text: str) -> None:
         """An indented remark."""
-        self.console.print(Text(f"  • {text}", style="italic"), soft_wrap=True)
+        self.console.print(Text(f"  • {text}", style="italic"), soft_wrap=not self.console.is_terminal)
 
 
 async def demo(inv: Invocation) -> int:

@@ -8,13 +8,24 @@ an extra that is missing is reported with its ``pip install``.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from stellate.errors import ProviderError, UsageError
-from stellate.llm import LLMAdapter, LLMRequest, LLMResponse, Reply, ScriptStep, StreamEvent, create_adapter, tool_call
+from stellate.llm import (
+    LLMAdapter,
+    LLMRequest,
+    LLMResponse,
+    Reply,
+    RetryNotice,
+    RetryPolicy,
+    ScriptStep,
+    StreamEvent,
+    create_adapter,
+    tool_call,
+)
 
 __all__ = [
     "PROVIDERS",
@@ -23,10 +34,14 @@ __all__ = [
     "UnconfiguredLLM",
     "adapter_or_placeholder",
     "build_adapter",
+    "describe_provider",
     "load_script",
     "not_configured",
     "public_providers",
+    "served_models",
 ]
+
+_DISCOVERY_TIMEOUT = 3.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -100,8 +115,8 @@ def not_configured() -> UsageError:
     )
 
 
-def build_adapter(settings: ProviderSettings) -> LLMAdapter:
-    """The adapter ``settings`` describe.
+def build_adapter(settings: ProviderSettings, *, on_retry: Callable[[RetryNotice], None] | None = None) -> LLMAdapter:
+    """The adapter ``settings`` describe; ``on_retry`` is told of each retry of a hosted provider's call.
 
     Raises:
         UsageError: ``provider_not_configured`` (no provider, or a hosted one without its key),
@@ -116,10 +131,56 @@ def build_adapter(settings: ProviderSettings) -> LLMAdapter:
             code="config_invalid",
         )
     options = _OPTION_BUILDERS[spec.adapter](settings.provider, spec, settings)
+    if on_retry is not None and spec.adapter in _RETRYING:
+        options["retry"] = RetryPolicy(on_retry=on_retry)
     try:
         return create_adapter(spec.adapter, **options)
     except ImportError as exc:
         raise UsageError(str(exc), code="missing_extra") from exc
+
+
+_RETRYING = frozenset({"openai", "anthropic"})
+
+
+def served_models(settings: ProviderSettings) -> list[str]:
+    """The models an OpenAI-compatible server at a custom ``base_url`` lists (``GET /models``), when none was chosen.
+
+    vLLM, llama.cpp's server and Ollama list what they serve; a server that lists nothing (or cannot be
+    reached yet) gives ``[]``, and the provider's default name is used as before.
+    """
+    spec = PROVIDERS.get(settings.provider or "")
+    if spec is None or spec.adapter != "openai" or settings.model is not None:
+        return []
+    if settings.base_url is None or settings.base_url == spec.base_url:
+        return []
+    try:
+        import httpx  # the cli extra has it; without it the openai adapter could not run either
+    except ImportError:
+        return []
+    headers = {"Authorization": f"Bearer {settings.api_key}"} if settings.api_key else {}
+    try:
+        answer = httpx.get(settings.base_url.rstrip("/") + "/models", headers=headers, timeout=_DISCOVERY_TIMEOUT)
+        listed = answer.raise_for_status().json()["data"]
+        return [str(item["id"]) for item in listed if isinstance(item, dict) and item.get("id")]
+    except (httpx.HTTPError, ValueError, KeyError, TypeError):
+        return []  # not listed: the default name stays, and the banner says it is one
+
+
+def describe_provider(settings: ProviderSettings, llm: LLMAdapter, *, offered: Sequence[str] = ()) -> str:
+    """What the chat's banner says about the model: provider, model and, when it is not the provider's own, host.
+
+    A model name that nobody chose (the provider's default) is marked as such, because a server at another
+    address may serve a different model under any name; ``offered`` are the models that server lists.
+    """
+    spec = PROVIDERS.get(settings.provider or "")
+    model = llm.model
+    if spec is not None and settings.model is None and spec.default_model == model:
+        choice = f"the server lists {', '.join(offered)}; --model picks one" if offered else "--model sets it"
+        model = f"{model} (default name; {choice})"
+    parts = [llm.provider, model]
+    if settings.base_url is not None and (spec is None or settings.base_url != spec.base_url):
+        parts.append(f"at {settings.base_url}")
+    return " · ".join(parts)
 
 
 def _hosted_options(name: str, spec: ProviderSpec, settings: ProviderSettings) -> dict[str, Any]:

@@ -1,32 +1,29 @@
-"""How the command draws things.
-
-The forest as a tree, digests as a table, log events one per line, contexts, and turns as they stream.
-"""
+"""How the command draws things: the forest as a tree, sessions and digests as tables, log events, contexts."""
 
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterable, Mapping, Sequence
 
-from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
 from stellate.agent import SessionDigest, TopologyNode
-from stellate.engine.events import (
-    AssistantReply,
-    RoundStart,
-    TextChunk,
-    ToolCallFinished,
-    ToolCallStarted,
-    TurnEvent,
-    TurnFinished,
-)
 from stellate.log.events import Event
 from stellate.log.messages import AssistantMessage, Message, ToolMessage
+from stellate.store import SessionRecord
 
-__all__ = ["TurnPrinter", "clip", "plural", "context_table", "digest_table", "event_line", "forest_tree"]
+__all__ = [
+    "clip",
+    "context_table",
+    "digest_table",
+    "event_line",
+    "forest_tree",
+    "plural",
+    "session_table",
+]
 
 
 def clip(text: str | None, width: int = 100) -> str:
@@ -79,6 +76,22 @@ def digest_table(digests: Iterable[SessionDigest]) -> Table:
     for d in digests:
         cells = (d.id, d.label, d.status, str(d.turn_count), clip(d.memory, 60), clip(d.insight, 40))
         table.add_row(*(Text(cell) for cell in cells))  # Text: model output is not rich markup
+    return table
+
+
+def session_table(records: Iterable[SessionRecord], *, current: str | None = None) -> Table:
+    """Sessions one per row: id, label, status, turns, last activity and memory; ``current`` is marked."""
+    table = Table(show_header=True, expand=True, box=None, padding=(0, 2, 0, 0))
+    for column in ("id", "label", "status", "turns", "last active"):
+        table.add_column(column, no_wrap=True, ratio=None)
+    table.add_column("memory", no_wrap=True, overflow="ellipsis", ratio=1, min_width=8)  # the column that gives way
+    for r in records:
+        label = Text(r.slots.label or "(no label)", style="bold")
+        if r.id == current:
+            label.append("  ◀ current", style="bold cyan")
+        when = time.strftime("%Y-%m-%d %H:%M", time.localtime(r.slots.last_activity / 1000))
+        status = Text(r.slots.status, style="" if r.slots.status == "active" else "yellow")
+        table.add_row(Text(r.id, "dim"), label, status, str(r.turn_count), when, Text(clip(r.slots.memory, 40)))
     return table
 
 
@@ -136,45 +149,3 @@ def _message_text(message: Message) -> str:
     if isinstance(message, ToolMessage):
         return f"[{message.name}{' error' if message.is_error else ''}] {message.content}"
     return message.content
-
-
-class TurnPrinter:
-    """Prints a turn as it streams: the assistant's text as it arrives, each tool call and its result."""
-
-    def __init__(self, console: Console, *, speaker: str = "assistant") -> None:
-        self.console = console
-        self.speaker = speaker
-        self._mid_line = False
-
-    def __call__(self, event: TurnEvent) -> None:
-        """Print one event."""
-        if isinstance(event, RoundStart):
-            self._write(Text(f"{self.speaker} › ", style="bold green"))
-        elif isinstance(event, TextChunk):
-            self._write(Text(event.text))
-        elif isinstance(event, AssistantReply):
-            self._end_line()
-        elif isinstance(event, ToolCallStarted):
-            self._line(Text(f"  ⚙ {event.call.name}({clip(event.call.arguments, 140)})", style="yellow"))
-        elif isinstance(event, ToolCallFinished):
-            style = "red" if event.is_error else "dim"
-            self._line(Text(f"    ↳ {clip(event.content, 140)}", style=style))
-        elif isinstance(event, TurnFinished) and event.result.reason != "completed":
-            self._line(Text(f"(turn {event.result.turn} ended: {event.result.reason})", style="yellow"))
-
-    def finish(self) -> None:
-        """End a line left open by streamed text."""
-        self._end_line()
-
-    def _write(self, text: Text) -> None:
-        self.console.print(text, end="", soft_wrap=True)
-        self._mid_line = not text.plain.endswith("\n")
-
-    def _line(self, text: Text) -> None:
-        self._end_line()
-        self.console.print(text, soft_wrap=True)
-
-    def _end_line(self) -> None:
-        if self._mid_line:
-            self.console.print()
-            self._mid_line = False

@@ -1,4 +1,4 @@
-"""``stellate sessions``: look at the forest, copy sessions in and out, fork and archive from the shell."""
+"""``stellate sessions``: list and look at the forest, copy sessions in and out, fork, rename and archive."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ from rich.text import Text
 
 from stellate.cli.console import progress_bar
 from stellate.cli.invocation import Invocation
-from stellate.cli.render import clip, event_line, forest_tree
+from stellate.cli.lookup import SessionFilter, filter_sessions, resolve_session
+from stellate.cli.render import clip, event_line, forest_tree, session_table
 from stellate.engine import ForkOptions
 from stellate.engine.events import AgentEvent, ErrorRaised
 from stellate.log.fork import check_explicit_boundary
@@ -22,14 +23,15 @@ __all__ = ["add_parser"]
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Register ``sessions`` and its actions."""
-    sessions = commands.add_parser("sessions", help="list, show, export, import, fork and archive sessions")
+    sessions = commands.add_parser("sessions", help="list, show, export, import, fork, rename and archive sessions")
     actions = sessions.add_subparsers(dest="action", required=True, metavar="ACTION")
     actions.add_parser("tree", parents=[common], help="the forest of sessions").set_defaults(handler=tree)
+    _add_list_parser(actions, common)
     show_parser = actions.add_parser("show", parents=[common], help="one session: digest and event log")
-    show_parser.add_argument("id", help="session id")
+    show_parser.add_argument("id", help="session id, id prefix or label")
     show_parser.set_defaults(handler=show)
     export_parser = actions.add_parser("export", parents=[common], help="write a session's log as JSONL")
-    export_parser.add_argument("id", help="session id")
+    export_parser.add_argument("id", help="session id, id prefix or label")
     export_parser.add_argument("path", help="file to write")
     export_parser.set_defaults(handler=export)
     import_parser = actions.add_parser("import", parents=[common], help="create a session from a JSONL export")
@@ -38,8 +40,29 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
     import_parser.set_defaults(handler=import_)
     _add_fork_parser(actions, common)
     archive_parser = actions.add_parser("archive", parents=[common], help="make a session read-only")
-    archive_parser.add_argument("id", help="session id")
+    archive_parser.add_argument("id", help="session id, id prefix or label")
     archive_parser.set_defaults(handler=archive)
+    rename_parser = actions.add_parser("rename", parents=[common], help="give a session a new label")
+    rename_parser.add_argument("id", help="session id, id prefix or label")
+    rename_parser.add_argument("label", nargs="+", help="the new label (several words need no quotes)")
+    rename_parser.set_defaults(handler=rename)
+
+
+def _add_list_parser(
+    actions: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser
+) -> None:
+    list_parser = actions.add_parser(
+        "list",
+        parents=[common],
+        help="sessions as a table, most recently active first, with filters and search",
+        description="Every filter given must hold; --search words may appear in any order.",
+    )
+    list_parser.add_argument("--search", metavar="WORDS", help="words in the label, memory, insight or system prompt")
+    list_parser.add_argument("--status", choices=["active", "archived"], help="only sessions with this status")
+    list_parser.add_argument("--under", metavar="ID", help="only this session and its branches (id, prefix or label)")
+    list_parser.add_argument("--roots", action="store_true", help="only sessions without a parent")
+    list_parser.add_argument("--limit", type=int, metavar="N", help="show at most N sessions")
+    list_parser.set_defaults(handler=list_)
 
 
 def _add_fork_parser(
@@ -51,7 +74,7 @@ def _add_fork_parser(
         help="fork a child that inherits the session's history by reference",
         description="Without --boundary or --at the child inherits up to the last completed turn.",
     )
-    fork_parser.add_argument("id", help="source session id")
+    fork_parser.add_argument("id", help="source session: id, id prefix or label")
     fork_parser.add_argument("--label", required=True, help="the child's label")
     point = fork_parser.add_mutually_exclusive_group()
     point.add_argument(
@@ -77,11 +100,41 @@ async def tree(inv: Invocation) -> int:
     return 0
 
 
+async def list_(inv: Invocation) -> int:
+    """Print the sessions the filters select, most recently active first."""
+    database, out, args = inv.database(), inv.consoles.out, inv.args
+    if not database.exists():
+        out.print(f"no sessions yet: {database.describe()} does not exist")
+        return 0
+    async with inv.open() as (store, _):
+        under = await resolve_session(store, args.under) if args.under else None
+        wanted = SessionFilter(search=args.search, status=args.status, under=under, roots=args.roots)
+        chosen = filter_sessions(await store.list_sessions(), wanted)
+    if not chosen:
+        out.print("no session matches")
+        return 0
+    shown = chosen[: args.limit] if args.limit is not None else chosen
+    out.print(session_table(shown, current=database.last_session()))
+    if len(shown) < len(chosen):
+        out.print(Text(f"{len(chosen) - len(shown)} more (raise --limit)", "dim"))
+    return 0
+
+
+async def rename(inv: Invocation) -> int:
+    """Give a session a new label."""
+    label = " ".join(inv.args.label).strip()
+    async with inv.open() as (store, agent):
+        session_id = await resolve_session(store, inv.args.id)
+        await agent.rename_session(session_id, label)
+    inv.consoles.out.print(f"renamed {session_id} to {label!r}")
+    return 0
+
+
 async def show(inv: Invocation) -> int:
     """Print one session's digest and its whole log (inherited prefix included), one event per line."""
     out = inv.consoles.out
     async with inv.open() as (store, agent):
-        record = await store.get_session(SessionId(inv.args.id))
+        record = await store.get_session(await resolve_session(store, inv.args.id))
         digest = await agent.get_session_digest(record.id)
         events = await store.read_events(record.id)
     out.print(_record_grid(record, digest.memory, digest.insight))
@@ -116,8 +169,9 @@ def _record_grid(record: SessionRecord, memory: str | None, insight: str | None)
 
 async def export(inv: Invocation) -> int:
     """Write a session's log to a JSONL file."""
-    session_id, path = inv.args.id, Path(inv.args.path)
+    path = Path(inv.args.path)
     async with inv.open() as (store, _):
+        session_id = await resolve_session(store, inv.args.id)
         with progress_bar(inv.consoles.err, f"exporting {session_id}") as progress:
             count = await export_session(store, SessionId(session_id), path, progress=progress)
     inv.consoles.out.print(f"exported {count} events of {session_id} to {path}")
@@ -147,17 +201,18 @@ async def fork(inv: Invocation) -> int:
     """Fork a child inheriting the source's history by reference, at an exact boundary or an anchor."""
     args = inv.args
     async with inv.open() as (store, agent):
+        source_id = await resolve_session(store, args.id)
         if args.boundary is not None:
-            await _check_boundary(store, args.id, args.boundary)
+            await _check_boundary(store, source_id, args.boundary)
         at_seq = args.boundary if args.boundary is not None else args.at
         options = ForkOptions(label=args.label, context="inherit", at_seq=at_seq)
-        child = await store.get_session(SessionId((await agent.fork_session(args.id, options)).id))
+        child = await store.get_session(SessionId((await agent.fork_session(source_id, options)).id))
     inherited = (
         f"at seq {child.fork_seq} ({child.inherited} events inherited)"
         if child.fork_seq is not None
         else "with no inherited events (the source has no completed turn)"
     )
-    inv.consoles.out.print(f"forked {child.id} ({args.label}) from {args.id} {inherited}")
+    inv.consoles.out.print(f"forked {child.id} ({args.label}) from {source_id} {inherited}")
     return 0
 
 
@@ -178,13 +233,14 @@ async def _check_boundary(store: BaseStore, session_id: str, seq: int) -> None:
 
 async def archive(inv: Invocation) -> int:
     """Archive a session (its memory is consolidated first when a provider is configured)."""
-    session_id, err = inv.args.id, inv.consoles.err
+    err = inv.consoles.err
 
     def warn(event: AgentEvent) -> None:
         if isinstance(event, ErrorRaised):
             err.print(f"warning: {event.source} failed ({event.code}): {clip(event.message)}", soft_wrap=True)
 
-    async with inv.open() as (_, agent):
+    async with inv.open() as (store, agent):
+        session_id = await resolve_session(store, inv.args.id)
         agent.add_hook(warn, types=["error"])
         await agent.archive_session(session_id)
         if not agent.consolidate_on_archive:

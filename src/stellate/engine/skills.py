@@ -15,16 +15,18 @@ A ``SKILL.md`` starts with front matter between ``---`` lines::
     ---
     The body: the content served on activation.
 
-Front matter lines are ``key: value`` (quoted or not), continued by indented lines, or a ``>`` (folded) or
-``|`` (literal) block. That is the small subset of YAML that skill files use; no YAML library is needed.
+The front matter is YAML, read with PyYAML's safe loader, so skill files written for other tools load
+unchanged; keys other than ``name`` and ``description`` (``license``, ``allowed-tools``, ``metadata``...)
+are accepted and ignored.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+import yaml
 
 from stellate.errors import FormatError, UsageError
 
@@ -33,8 +35,6 @@ __all__ = ["SKILL_FILE", "Skill", "SkillSet", "load_skills", "parse_skill"]
 #: File name that marks a folder as a skill.
 SKILL_FILE = "SKILL.md"
 
-_KEY_LINE = re.compile(r"^([A-Za-z_][\w-]*)\s*:(?:\s+(.*))?$")
-_BLOCK_INDICATOR = re.compile(r"^[>|][+-]?$")
 _FENCE = "---"
 
 
@@ -189,46 +189,29 @@ def _split_front_matter(text: str, where: str) -> tuple[list[str], str]:
 
 
 def _parse_front_matter(lines: list[str], where: str) -> dict[str, str]:
-    """Read ``key: value`` lines, their indented continuations and ``>``/``|`` blocks."""
-    values: dict[str, list[str]] = {}
-    styles: dict[str, str] = {}
-    key: str | None = None
-    for number, line in enumerate(lines, start=2):  # line 1 is the opening fence
-        if not line.strip():
-            if key is not None and styles[key] != "plain":
-                values[key].append("")  # a blank line inside a block is a paragraph break
-            continue
-        if line[0].isspace() and key is not None:
-            values[key].append(line)
-            continue
-        if line.startswith("#"):
-            continue
-        match = _KEY_LINE.match(line)
-        if match is None:
-            raise FormatError(f"{where}, line {number}: expected 'key: value' in the front matter", path=where)
-        key, raw = match.group(1), (match.group(2) or "").strip()
-        styles[key] = raw[0] if _BLOCK_INDICATOR.match(raw) else "plain"
-        values[key] = [] if styles[key] != "plain" else [raw]
-    return {name: _join(parts, styles[name]) for name, parts in values.items()}
+    """Parse the front matter as YAML (safe loader) and return its text fields; other keys are ignored."""
+    try:
+        loaded = yaml.safe_load("\n".join(lines))
+    except yaml.YAMLError as exc:
+        raise FormatError(f"{where}{_yaml_problem(exc)}", path=where) from exc
+    if loaded is None:
+        return {}
+    if not isinstance(loaded, dict):
+        raise FormatError(f"{where}: the front matter must be 'key: value' pairs", path=where)
+    fields: dict[str, str] = {}
+    for key in ("name", "description"):
+        value = loaded.get(key)
+        if isinstance(value, dict | list):
+            raise FormatError(f"{where}: {key!r} in the front matter must be text", path=where)
+        fields[key] = "" if value is None else str(value).strip()
+    return fields
 
 
-def _join(parts: list[str], style: str) -> str:
-    if style == "|":
-        return "\n".join(_dedent(parts)).strip()
-    if style == ">":
-        paragraphs = "\n".join(line.strip() for line in parts).split("\n\n")
-        return "\n".join(" ".join(p.split("\n")).strip() for p in paragraphs).strip()
-    return _unquote(" ".join(part.strip() for part in parts).strip())
-
-
-def _dedent(parts: list[str]) -> list[str]:
-    indent = min((len(p) - len(p.lstrip()) for p in parts if p.strip()), default=0)
-    return [p[indent:] for p in parts]
-
-
-def _unquote(value: str) -> str:
-    if len(value) >= 2 and value[0] == value[-1] == "'":
-        return value[1:-1].replace("''", "'")
-    if len(value) >= 2 and value[0] == value[-1] == '"':
-        return value[1:-1].replace('\\"', '"').replace("\\\\", "\\")
-    return value
+def _yaml_problem(error: yaml.YAMLError) -> str:
+    mark = getattr(error, "problem_mark", None)
+    if getattr(error, "context", None) == "while scanning a simple key":
+        mark = getattr(error, "context_mark", mark)  # the line missing its ':', not the one after it
+    problem = getattr(error, "problem", None) or str(error)
+    line = f", line {mark.line + 2}" if mark is not None else ""  # + 2: 0-based, after the opening fence
+    hint = " (quote a value that contains ': ')" if "mapping values are not allowed" in problem else ""
+    return f"{line}: the front matter is not valid YAML: {problem}{hint}"

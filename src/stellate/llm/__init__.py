@@ -5,7 +5,7 @@ Provider adapters live in their own modules and need an extra, so they are not i
 ``stellate.llm.local.LlamaCppAdapter``, or resolve them by name with `create_adapter`.
 """
 
-from stellate.llm._retry import RetryPolicy
+from stellate.llm._retry import RetryNotice, RetryPolicy
 from stellate.llm.registry import (
     BUILTIN_ADAPTERS,
     AdapterFactory,
@@ -55,6 +55,7 @@ __all__ = [
     "LLMResponse",
     "Reply",
     "ResponseDone",
+    "RetryNotice",
     "RetryPolicy",
     "ScriptStep",
     "ScriptedLLM",

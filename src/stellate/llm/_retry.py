@@ -12,14 +12,34 @@ import asyncio
 import random
 from collections.abc import AsyncGenerator, Awaitable, Callable, Mapping
 from contextlib import aclosing
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from stellate.errors import ProviderError, UsageError
 
-__all__ = ["AttemptFailed", "RetryPolicy", "retry_call", "retry_stream"]
+__all__ = ["AttemptFailed", "RetryNotice", "RetryPolicy", "retry_call", "retry_stream"]
 
 T = TypeVar("T")
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RetryNotice:
+    """A failed attempt that will be retried: what went wrong, and how long until the next attempt."""
+
+    attempt: int
+    """The attempt about to be made (2 after the first failure)."""
+    max_attempts: int
+    """Attempts allowed in total."""
+    wait: float
+    """Seconds until that attempt."""
+    status_code: int | None
+    """The HTTP status of the failure, if it had one."""
+    reason: str
+    """What failed: ``HTTP 503``, or the transport error when there was no status."""
+
+    def describe(self) -> str:
+        """``retrying in 1.1 s (HTTP 503, attempt 2 of 3)``."""
+        return f"retrying in {self.wait:.1f} s ({self.reason}, attempt {self.attempt} of {self.max_attempts})"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -39,6 +59,8 @@ class RetryPolicy:
     """Upper bound of any single wait, ``retry-after`` included."""
     jitter: float = 0.5
     """Fraction of each wait that is randomised, from 0 (none) to 1 (full jitter)."""
+    on_retry: Callable[[RetryNotice], None] | None = field(default=None, compare=False)
+    """Called before each wait, so that a user watching is told why nothing arrives (the CLI prints it)."""
 
     def __post_init__(self) -> None:
         if self.max_attempts < 1:
@@ -59,6 +81,23 @@ class RetryPolicy:
             return min(max(retry_after, 0.0), self.max_delay)
         wait = min(self.max_delay, self.base_delay * 2.0 ** (failures - 1))
         return wait * (1 - self.jitter * random.random())
+
+    def wait_before_retry(self, failure: AttemptFailed, failures: int) -> float:
+        """The wait after ``failures`` failed attempts, announced to `on_retry` first."""
+        wait = self.backoff(failures, failure.retry_after)
+        if self.on_retry is not None:
+            status = failure.status_code
+            reason = f"HTTP {status}" if status is not None else " ".join(str(failure).split())
+            self.on_retry(
+                RetryNotice(
+                    attempt=failures + 1,
+                    max_attempts=self.max_attempts,
+                    wait=wait,
+                    status_code=status,
+                    reason=reason[:120],
+                )
+            )
+        return wait
 
 
 class AttemptFailed(Exception):
@@ -117,7 +156,7 @@ async def retry_call(
             failures += 1
             if not failure.retryable or failures >= policy.max_attempts:
                 raise _give_up(failure, failures, context or {}, partial=False) from failure
-            wait = policy.backoff(failures, failure.retry_after)
+            wait = policy.wait_before_retry(failure, failures)
         await asyncio.sleep(wait)
 
 
@@ -148,5 +187,5 @@ async def retry_stream(
             failures += 1
             if yielded or not failure.retryable or failures >= policy.max_attempts:
                 raise _give_up(failure, failures, context or {}, partial=yielded) from failure
-            wait = policy.backoff(failures, failure.retry_after)
+            wait = policy.wait_before_retry(failure, failures)
         await asyncio.sleep(wait)

@@ -111,11 +111,16 @@ class MockLLMServer:
     Args:
         script: Answers consumed one per request, in order.
         handler: Called when the script is empty; without it an empty script answers 400.
+        models: Model ids listed by ``GET /v1/models``, as OpenAI-compatible servers list what they serve;
+            without any that path answers 404, as some servers do.
     """
 
-    def __init__(self, script: Iterable[MockStep] = (), *, handler: MockHandler | None = None) -> None:
+    def __init__(
+        self, script: Iterable[MockStep] = (), *, handler: MockHandler | None = None, models: Sequence[str] = ()
+    ) -> None:
         self._script: collections.deque[MockStep] = collections.deque(script)
         self._handler = handler
+        self._models = tuple(models)
         self._server: asyncio.Server | None = None
         self._connections: set[asyncio.Task[None]] = set()
         self.requests: list[MockRequest] = []
@@ -182,6 +187,10 @@ class MockLLMServer:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         path, headers, raw = await _read_request(reader)
+        if path == "/v1/models" and self._models:
+            listed = [{"id": model, "object": "model", "owned_by": "mock"} for model in self._models]
+            await _write_json(writer, 200, {"object": "list", "data": listed})
+            return
         api = _ROUTES.get(path)
         if api is None:
             await _write_json(writer, 404, {"error": {"message": f"no route {path}"}})
