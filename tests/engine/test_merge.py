@@ -198,3 +198,32 @@ def test_prompt_from_options_wins_over_profile() -> None:
         options=opts(profile="p", prompt="mine"),
     )
     assert result.prompt == "mine"
+
+
+def test_sources_name_the_layer_each_setting_came_from() -> None:
+    from stellate.engine.merge import config_sources
+
+    defaults = SessionConfig(system_prompt="d", llm="base")
+    parent = SessionConfig(system_prompt="p", skills=["a"])
+    assert config_sources(defaults, parent, None, opts(tools=["t"])) == {
+        "system_prompt": "parent",
+        "llm": "defaults",
+        "tools": "options",
+        "skills": "parent",
+    }
+    profile = ForkProfile(system_prompt="prof", system_prompt_mode="prepend", llm="fast")
+    both = config_sources(defaults, parent, profile, opts(system_prompt="mine", skills=[]))
+    assert both == {"system_prompt": "profile+options", "llm": "profile", "skills": "options"}
+    appended = ForkProfile(system_prompt="prof", system_prompt_mode="append")
+    assert config_sources(defaults, parent, appended, opts(system_prompt="m"))["system_prompt"] == "options+profile"
+    silent = ForkProfile(system_prompt_mode="preset")
+    assert config_sources(defaults, parent, silent, opts(system_prompt="ignored"))["system_prompt"] == "parent"
+
+
+def test_a_plan_records_its_sources_and_a_compressed_context() -> None:
+    profiles = {"sum": ForkProfile(context="compress")}
+    plan = plan_fork(
+        source_id="s", defaults=SessionConfig(), parent=SessionConfig(system_prompt="p"), profiles=profiles,
+        options=opts(profile="sum"),
+    )  # fmt: skip
+    assert plan.sources == {"system_prompt": "parent+compressed parent"}

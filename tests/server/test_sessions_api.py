@@ -121,3 +121,11 @@ async def test_the_system_prompt_is_editable(client: httpx.AsyncClient) -> None:
     assert detail["system_prompt"] == "new"
     await client.post(f"/sessions/{sid}/turns", json={"content": "hi"})
     assert (await client.get(f"/sessions/{sid}/context")).json()["system_prompt"] == "new"
+
+
+async def test_a_fork_records_where_each_setting_came_from(client: httpx.AsyncClient) -> None:
+    root = await create(client, "root", system_prompt="from the root")
+    body = {"label": "child", "tools": ["add"]}
+    child = (await client.post(f"/sessions/{root}/forks", json=body)).json()["id"]
+    sources = (await client.get(f"/sessions/{child}")).json()["config"]["sources"]
+    assert sources == {"system_prompt": "parent", "llm": "defaults", "tools": "options"}

@@ -278,7 +278,9 @@ class Agent:
             system_prompt=system_prompt,
             session_id=SessionId(options.session_id) if options.session_id else None,
             parent_id=SessionId(plan.topology_parent_id),
-            config=frozen_config(config, self.registries, profile=plan.profile, profile_vars=options.profile_vars),
+            config=frozen_config(
+                config, self.registries, profile=plan.profile, profile_vars=options.profile_vars, sources=plan.sources
+            ),
             at_seq=options.at_seq,
             boundary=options.boundary,
         )

@@ -107,8 +107,12 @@ def frozen_config(
     *,
     profile: str | None = None,
     profile_vars: Mapping[str, str] | None = None,
+    sources: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """What a session records of its configuration: the prompt, skills and the names of its parts."""
+    """What a session records of its configuration: prompt, skills, names of its parts, and where each came from.
+
+    ``sources`` (a fork's) names the layer of the merge chain each setting came from (see `config_sources`).
+    """
     frozen: dict[str, Any] = {
         "system_prompt": config.system_prompt,
         "skills": list(config.skills) if config.skills is not None else None,
@@ -116,6 +120,7 @@ def frozen_config(
         "tools": _tool_names(config.tools),
         "profile": profile,
         "profile_vars": dict(profile_vars) if profile_vars else None,
+        "sources": dict(sources) if sources else None,
     }
     return {key: value for key, value in frozen.items() if value is not None}
 

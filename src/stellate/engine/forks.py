@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from stellate.engine.config import ForkOptions, ForkProfile, SessionConfig
-from stellate.engine.merge import later_wins, merge_config
+from stellate.engine.merge import config_sources, later_wins, merge_config
 from stellate.errors import ForkError, UsageError
 from stellate.session.types import ForkContext
 
@@ -57,6 +57,8 @@ class ForkPlan:
     context: ForkContext | Literal["compress"]
     prompt: str | None
     topology_parent_id: str
+    sources: dict[str, str]
+    """Which layer each setting came from (see `config_sources`); recorded in the child's config."""
 
 
 def plan_fork(
@@ -82,10 +84,14 @@ def plan_fork(
             known = ", ".join(sorted(profiles)) or "none registered"
             raise ForkError(f"no fork profile {options.profile!r} (known: {known})", code="profile_not_found")
     chosen: ForkContext | Literal["compress"] | None = later_wins(profile.context if profile else None, options.context)
+    sources = config_sources(defaults, parent, profile, options)
+    if chosen == "compress":  # the parent's summarized history joins the prompt
+        sources["system_prompt"] = "+".join(filter(None, (sources.get("system_prompt"), "compressed parent")))
     return ForkPlan(
         config=merge_config(defaults, parent, profile, options),
         profile=options.profile,
         context=chosen if chosen is not None else "none",
         prompt=later_wins(profile.prompt if profile else None, options.prompt),
         topology_parent_id=options.topology_parent_id or source_id,
+        sources=sources,
     )

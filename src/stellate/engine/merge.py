@@ -12,7 +12,7 @@ from typing import Any, TypeVar
 
 from stellate.engine.config import ForkOptions, ForkProfile, SessionConfig
 
-__all__ = ["later_wins", "merge_config", "resolve_profile_prompt"]
+__all__ = ["SOURCE_FIELDS", "config_sources", "later_wins", "merge_config", "resolve_profile_prompt"]
 
 T = TypeVar("T")
 _FIELDS = tuple(f.name for f in fields(SessionConfig))
@@ -59,3 +59,46 @@ def merge_config(
             prompt if prompt is not None else later_wins(defaults.system_prompt, parent.system_prompt)
         )
     return SessionConfig(**merged)
+
+
+#: Settings whose origin a child records (the runtime functions are not recorded at all).
+SOURCE_FIELDS = ("system_prompt", "llm", "tools", "skills")
+
+
+def config_sources(
+    defaults: SessionConfig, parent: SessionConfig, profile: ForkProfile | None, options: ForkOptions
+) -> dict[str, str]:
+    """Which layer each merged setting came from: ``defaults``, ``parent``, ``profile`` or ``options``.
+
+    A system prompt a profile combined with the fork's own is ``profile+options`` (``prepend``) or
+    ``options+profile`` (``append``). Settings no layer sets are left out.
+    """
+    named = [
+        ("defaults", defaults),
+        ("parent", parent),
+        *([("profile", profile)] if profile else []),
+        ("options", options),
+    ]
+    sources = {
+        name: next(label for label, layer in reversed(named) if getattr(layer, name) is not None)
+        for name in SOURCE_FIELDS
+        if any(getattr(layer, name) is not None for _, layer in named)
+    }
+    if profile is not None:  # the prompt follows the profile's mode (see `merge_config`)
+        sources.pop("system_prompt", None)
+        fallback = "parent" if parent.system_prompt is not None else None
+        fallback = fallback or ("defaults" if defaults.system_prompt is not None else None)
+        combined = _profile_prompt_source(profile, options) or fallback
+        if combined is not None:
+            sources["system_prompt"] = combined
+    return sources
+
+
+def _profile_prompt_source(profile: ForkProfile, options: ForkOptions) -> str | None:
+    has_profile = profile.system_prompt_fn is not None or profile.system_prompt is not None
+    if profile.system_prompt_mode == "preset":
+        return "profile" if has_profile else None
+    parts = ["profile", "options"] if profile.system_prompt_mode == "prepend" else ["options", "profile"]
+    given = {"profile": has_profile, "options": options.system_prompt is not None}
+    present = [part for part in parts if given[part]]
+    return "+".join(present) or None

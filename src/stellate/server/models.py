@@ -167,7 +167,9 @@ class SessionDetail(BaseModel):
     insight: str | None
     """The pending insight (consumed by the next successful model call)."""
     config: dict[str, Any]
-    """The configuration as stored (prompt, skills, and the names of model, tools and profile)."""
+    """The configuration as stored: prompt, skills, the names of model, tools and profile (with its vars), and
+    for a fork ``sources``: the layer each setting came from (``defaults``, ``parent``, ``profile``, ``options``,
+    or a combination such as ``profile+options``)."""
 
 
 class EventOut(BaseModel):
