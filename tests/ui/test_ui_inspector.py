@@ -7,6 +7,7 @@ from typing import Any
 import httpx
 from ui_support import ServerThread, open_ui, poll
 
+from stellate import ForkOptions
 from stellate.llm.types import LLMRequest
 from stellate.store import SessionId
 
@@ -54,7 +55,13 @@ def test_the_raw_log_marks_inherited_events_and_filters_by_type(server: ServerTh
     lineage = page.locator(".lineage")
     assert "Source" in lineage.inner_text() and "forked at seq" in lineage.inner_text()
     origin = page.locator("table.config td[data-key=system_prompt]")
-    poll(lambda: origin.inner_text() == "same as the parent's: inherited", what="where the prompt came from")
+    poll(lambda: origin.inner_text() == "parent", what="where the prompt came from")
+
+    options = ForkOptions(label="Critic", profile="critic", profile_vars={"topic": "rent"})
+    critic = server.run(agent.fork_session(root.id, options))
+    page.evaluate("(route) => { location.hash = route; }", f"#/inspect/{critic.id}")
+    poll(lambda: origin.count() and origin.inner_text() == "profile “critic”", what="the profile's prompt")
+    assert page.locator("table.config td[data-key=profile]").inner_text() == "fork options"
 
 
 async def _detail(server: ServerThread, session_id: str) -> int:

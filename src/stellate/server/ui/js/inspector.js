@@ -135,11 +135,11 @@ class Inspector {
   }
 
   config() {
-    const config = this.detail.config || {};
+    const { sources, ...config } = this.detail.config || {};
     const origins = Object.keys(config).map((key) => h('td', { class: 'muted', dataset: { key } }, '…'));
     const rows = Object.entries(config).map(([key, value], i) => h('tr', {},
       h('th', { translate: 'no', text: key }), h('td', {}, h('pre', { translate: 'no', text: pretty(value) })), origins[i]));
-    this.fillOrigins(config, origins);
+    this.fillOrigins(config, origins, sources);
     const facts = [
       ['id', this.detail.id], ['status', t('status.' + this.detail.status)], ['turns', this.detail.turn_count],
       ['nextSeq', this.detail.next_seq], ['inherited', this.detail.inherited], ['openTurn', this.detail.open_turn ? t('common.yes') : t('common.no')],
@@ -152,9 +152,18 @@ class Inspector {
       h('p', { class: 'muted', text: t('inspect.configNote') }));
   }
 
-  // Where each stored value came from, inferred by comparing with the parent's stored configuration (the log
-  // keeps the merged result, not each layer of defaults → parent → profile → fork options).
-  async fillOrigins(config, cells) {
+  // Where each stored value came from: recorded by the fork (``sources``: defaults, parent, profile, options or
+  // a combination); for sessions without that record, inferred by comparing with the parent's configuration.
+  async fillOrigins(config, cells, sources) {
+    const layer = (name) => (name === 'profile' && config.profile
+      ? t('inspect.layer.profileNamed', { profile: config.profile }) : t('inspect.layer.' + name));
+    if (sources) {
+      Object.keys(config).forEach((key, i) => {
+        const recorded = sources[key] || (key === 'profile' || key === 'profile_vars' ? 'options' : null);
+        fill(cells[i], recorded ? recorded.split('+').map(layer).join(' + ') : t('inspect.origin.unrecorded'));
+      });
+      return;
+    }
     const parentId = this.detail.source_id || this.detail.parent_id;
     let parent = null;
     if (parentId) {
