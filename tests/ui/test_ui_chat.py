@@ -177,3 +177,20 @@ def _events(server: ServerThread, session_id: str) -> list[Any]:
         return list(await store.read_events(SessionId(session_id)))
 
     return server.run(read())
+
+
+def test_a_new_session_is_created_from_the_map_and_answers(server: ServerThread, page: Any) -> None:
+    open_ui(page, server.url)
+    page.get_by_text("No sessions yet").wait_for()
+    page.get_by_role("button", name="New session").click()
+    dialog = page.get_by_role("dialog")
+    dialog.get_by_label("Label", exact=True).fill("Fresh start")
+    dialog.get_by_label("System prompt", exact=True).fill("You are terse.")
+    dialog.get_by_role("button", name="Create").click()
+    poll(lambda: page.evaluate("() => location.hash").startswith("#/chat/"), what="the new session's chat")
+    box = page.get_by_role("textbox", name="Message (Enter to send, Shift+Enter for a new line)")
+    box.fill("hello there")
+    box.press("Enter")
+    page.locator(".msg.assistant .bubble", has_text="echo: hello there").wait_for()
+    (root,) = server.run(server.agents["default"].get_topology())
+    assert (root.label, root.turn_count) == ("Fresh start", 1)

@@ -7,7 +7,7 @@ import { clear, clip, fill, h, timeAgo } from './dom.js';
 import { t } from './i18n.js';
 import { layoutForest } from './layout.js';
 import { forest } from './live.js';
-import { confirmDialog, errorNode, forkDialog, go, modal, toast } from './shared.js';
+import { confirmDialog, errorNode, forkDialog, go, modal, newSessionDialog, toast } from './shared.js';
 
 const POP_MS = 500;
 
@@ -61,6 +61,7 @@ class StarMap {
       h('button', { type: 'button', text: '+', 'aria-label': t('map.zoomIn'), title: t('map.zoomIn'), onclick: () => this.zoomBy(1.25) }),
       h('button', { type: 'button', text: '−', 'aria-label': t('map.zoomOut'), title: t('map.zoomOut'), onclick: () => this.zoomBy(0.8) }),
       this.listToggle,
+      h('button', { type: 'button', text: t('create.button'), onclick: () => this.create() }),
       h('button', { type: 'button', class: 'primary', text: t('map.reflect'), title: t('map.reflectHint'), onclick: () => this.reflect() }));
     this.canvas = h('canvas', { tabindex: '0', role: 'img', 'aria-label': t('map.canvasLabel') });
     this.card = h('div', { class: 'hover-card', role: 'tooltip' });
@@ -402,6 +403,11 @@ class StarMap {
           : h('button', { type: 'button', class: 'danger', text: t('action.archive'), onclick: () => this.archive(node) })));
     this.panel.hidden = false;
     if (focus) heading.focus({ preventScroll: true });
+  }
+
+  async create() {
+    const made = await newSessionDialog();
+    if (made) go('#/chat/' + encodeURIComponent(made.id));
   }
 
   async fork(node) {

@@ -123,6 +123,27 @@ export async function forkDialog(source, extra = {}) {
   });
 }
 
+// The new-root dialog: label and system prompt; returns the new session's digest or null.
+export function newSessionDialog() {
+  return modal(t('create.title'), (body, close) => {
+    const label = h('input', { type: 'text', required: true });
+    const prompt = h('textarea', { rows: 3 });
+    const error = h('p', { class: 'error', role: 'alert' });
+    const submit = async (event) => {
+      event.preventDefault();
+      const payload = { label: label.value.trim() };
+      if (prompt.value.trim()) payload.system_prompt = prompt.value;
+      try { close(await api('/sessions', { method: 'POST', body: payload })); } catch (err) { fill(error, errorNode(err)); }
+    };
+    body.append(h('form', { onsubmit: submit },
+      field(t('fork.label'), label), field(t('fork.systemPrompt'), prompt), error,
+      h('div', { class: 'buttons' },
+        h('button', { type: 'button', text: t('action.cancel'), onclick: () => close(null) }),
+        h('button', { type: 'submit', class: 'primary', text: t('create.submit') }))));
+    setTimeout(() => label.focus(), 0);
+  });
+}
+
 export function emptyState(el, text) {
   fill(el, h('p', { class: 'empty' }, text));
 }
