@@ -10,7 +10,7 @@ from pathlib import Path
 import stellate
 
 SRC = Path(stellate.__file__).resolve().parent
-SHARED = {"errors", "_version"}
+SHARED = {"errors", "_version", "observability"}
 ALLOWED: dict[str, set[str]] = {
     "log": set(),
     "store": {"log"},
@@ -56,8 +56,8 @@ def test_every_layer_imports_only_layers_below_it() -> None:
 def test_core_import_loads_no_optional_extra() -> None:
     code = (
         "import sys, stellate, stellate.sync, stellate.store, stellate.llm;"
-        "extras = ('httpx', 'psycopg', 'psycopg_pool', 'tiktoken', 'llama_cpp', 'rich', 'fastapi', 'uvicorn',"
-        " 'sse_starlette');"
+        "extras = ('httpx', 'psycopg', 'psycopg_pool', 'tiktoken', 'llama_cpp', 'rich', 'opentelemetry', 'mcp',"
+        " 'fastapi', 'uvicorn', 'sse_starlette');"
         "print(sorted(m for m in extras if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()

@@ -13,7 +13,8 @@ Every error carries a stable snake_case ``code``; messages may change, codes may
     │   └── SchemaError       a database written by a newer stellate
     ├── ForkError             a fork that cannot be made (see ``ForkErrorCode``)
     ├── LLMError              a model call failed
-    │   └── ProviderError     the provider answered with an error after retries
+    │   ├── ProviderError     the provider answered with an error after retries
+    │   └── OutputValidationError  the model's structured output stayed invalid after the retries
     └── ArchivedError         a write to an archived session
 """
 
@@ -32,6 +33,7 @@ __all__ = [
     "InvariantError",
     "LLMError",
     "NotFoundError",
+    "OutputValidationError",
     "ProviderError",
     "SchemaError",
     "SessionBusyError",
@@ -157,6 +159,16 @@ class ProviderError(LLMError):
     code = "provider_error"
 
 
+class OutputValidationError(LLMError):
+    """Raised when the model's structured output is still invalid after the allowed retries.
+
+    Also raised when the model never answers in the required form. ``details`` hold ``attempts`` and
+    ``problems`` (one line per invalid field of the last attempt).
+    """
+
+    code = "output_invalid"
+
+
 class ArchivedError(StellateError):
     """Raised on a write (turn, fork, slot change) to an archived session."""
 
@@ -187,6 +199,7 @@ ERROR_CODES: dict[str, str] = {
     "split_rejected": "the split guard refused the fork (too few turns or cooling down)",
     "llm_error": "the model call failed",
     "provider_error": "the provider answered with an error after retries",
+    "output_invalid": "the model's structured output failed validation after the allowed retries",
     "reply_unstorable": "the model's reply holds characters no store keeps (NUL, lone surrogate); the turn ended",
     "context_too_large": "the input does not fit the model's context even after compression",
     "session_archived": "the session is archived and read-only",

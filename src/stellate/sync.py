@@ -95,13 +95,13 @@ class SyncAgent:
         """See `Agent.fork_session`."""
         return self._portal.call(lambda: self.agent.fork_session(source_id, options, **fields))
 
-    def turn(self, session_id: str, content: str) -> TurnResult:
+    def turn(self, session_id: str, content: str, *, output_type: Any = None) -> TurnResult:
         """See `Agent.turn`."""
-        return self._call(self.agent.turn, session_id, content)
+        return self._portal.call(lambda: self.agent.turn(session_id, content, output_type=output_type))
 
-    def stream(self, session_id: str, content: str) -> Iterator[TurnEvent]:
+    def stream(self, session_id: str, content: str, *, output_type: Any = None) -> Iterator[TurnEvent]:
         """See `Agent.stream`; stopping the iteration early cancels the turn (recorded as aborted)."""
-        return iterate_in_portal(self._portal, lambda: self.agent.stream(session_id, content))
+        return iterate_in_portal(self._portal, lambda: self.agent.stream(session_id, content, output_type=output_type))
 
     def list_messages(self, session_id: str) -> list[Message]:
         """See `Agent.list_messages`."""

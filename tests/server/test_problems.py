@@ -75,3 +75,12 @@ async def test_an_unexpected_exception_is_a_500_without_traceback(app: FastAPI) 
 )
 async def test_bad_query_values_are_422(client: httpx.AsyncClient, path: str, params: dict[str, object]) -> None:
     assert is_problem(await client.get(path, params=params), 422, "validation_error")
+
+
+async def test_the_api_docs_page_needs_no_internet(client: httpx.AsyncClient) -> None:
+    page = await client.get("http://test/docs")
+    assert page.status_code == 200 and "/docs-assets/swagger-ui-bundle.js" in page.text
+    assert "cdn" not in page.text.lower() and "https://" not in page.text
+    script = await client.get("http://test/docs-assets/swagger-ui-bundle.js")
+    assert script.status_code == 200 and len(script.content) > 100_000
+    assert (await client.get("http://test/openapi.json")).json()["info"]["title"] == "stellate"

@@ -14,6 +14,7 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
+from stellate import observability
 from stellate.agent._locks import SessionLocks
 from stellate.agent.bus import EventBus, Hook
 from stellate.agent.reflector import Reflection, Reflector
@@ -35,6 +36,7 @@ from stellate.engine.events import (
     TurnResult,
 )
 from stellate.engine.forks import SplitGuard, plan_fork
+from stellate.engine.mcp import MCPServers, MCPServerSpec
 from stellate.engine.runner import DEFAULT_MAX_ROUNDS, TurnRunner
 from stellate.engine.skills import SkillSet
 from stellate.engine.tools import Tool, ToolRegistry
@@ -42,6 +44,7 @@ from stellate.errors import ForkError, NotFoundError, StellateError, UsageError
 from stellate.llm.types import LLMAdapter
 from stellate.log.events import make_event
 from stellate.log.messages import Message
+from stellate.session.output import OutputContract, as_contract
 from stellate.session.prompts import default_compress_fn, default_consolidate_fn
 from stellate.session.session import Session
 from stellate.session.types import Durability, Language, SessionRuntime
@@ -50,6 +53,8 @@ from stellate.store.base import DEFAULT_LEASE_TTL, lease_owner
 from stellate.store.signals import LocalSignals
 
 __all__ = ["Agent"]
+
+_log = observability.get_logger(__name__)
 
 DEFAULT_STORE = "sqlite:///stellate.db"
 #: Seconds a process may spend on a scheduled consolidation before another may take the work over.
@@ -82,6 +87,8 @@ class Agent:
             the same store — runs a turn on the session, before `SessionBusyError`; 0 fails at once.
         lease_ttl: Seconds a session's lease lasts unless renewed (every third of it while a turn runs): how
             long a session stays blocked after its writer died mid-turn.
+        mcp_servers: MCP servers by name (`MCPStdio`, `MCPHTTP`), whose tools join ``tools``; started on first
+            use, stopped by `close`.
         share_events: Send this agent's events to the agents of other processes on the same store and space, and
             theirs to this agent's subscribers (text chunks of their running turns included). None: on when the
             store carries signals between processes (PostgreSQL).
@@ -107,6 +114,7 @@ class Agent:
         durability: Durability = "step",
         busy_timeout: float = 30.0,
         lease_ttl: float = DEFAULT_LEASE_TTL,
+        mcp_servers: Mapping[str, MCPServerSpec] | MCPServers | None = None,
         share_events: bool | None = None,
     ) -> None:
         unknown = set(builtin_tools) - set(BUILTIN_TOOLS)
@@ -134,6 +142,8 @@ class Agent:
             skills=skills or SkillSet.from_skills(()),
             builtins=tuple(builtin_tools),
         )
+        self.mcp = mcp_servers if isinstance(mcp_servers, MCPServers) else MCPServers(mcp_servers)
+        """The MCP servers whose tools this agent offers (``agent.mcp.add(name, spec)`` registers one more)."""
         self.split_guard = split_guard
         self.consolidate_every = consolidate_every
         self.consolidate_on_archive = consolidate_on_archive
@@ -181,6 +191,7 @@ class Agent:
         """Wait for background consolidations, then close the store (if the agent opened it)."""
         if self._tasks:
             await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self.mcp.close()
         if self._relay is not None:
             await self._relay.close()
         if self._store is not None and isinstance(self._store_or_url, str):
@@ -244,6 +255,14 @@ class Agent:
         return await self.get_session_digest(child.id)
 
     async def _fork(self, source_id: str, options: ForkOptions) -> SessionRecord:
+        context = options.context if isinstance(options.context, str) or options.context is None else "function"
+        with observability.fork_span(source_id, context=context or "none", profile=options.profile) as span:
+            child = await self._fork_traced(source_id, options)
+            span.record({"stellate.fork.child_id": child.id, "stellate.fork.inherited": child.inherited})
+            _log.info("forked %s into %s", source_id, child.id)
+        return child
+
+    async def _fork_traced(self, source_id: str, options: ForkOptions) -> SessionRecord:
         source = await self._source(source_id)
         source._check_writable()
         if options.profile is not None and options.profile not in self.registries.profiles:
@@ -335,7 +354,14 @@ class Agent:
 
     # -- turns -----------------------------------------------------------------------------------
 
-    async def turn(self, session_id: str, content: str, *, busy_timeout: float | None = None) -> TurnResult:
+    async def turn(
+        self,
+        session_id: str,
+        content: str,
+        *,
+        busy_timeout: float | None = None,
+        output_type: type[Any] | OutputContract[Any] | None = None,
+    ) -> TurnResult:
         """Run one turn (the model, and the tools it calls, until it answers) and return its result.
 
         Args:
@@ -343,28 +369,40 @@ class Agent:
             content: The user's message.
             busy_timeout: Seconds to wait while another writer (another process, or another agent) runs a
                 turn on this session; the agent's ``busy_timeout`` when None, 0 to fail at once.
+            output_type: Ask for a structured answer of this type (a pydantic model, a dataclass...; or an
+                `OutputContract` for the mode and retries); ``TurnResult.output`` then holds the validated object.
 
         Raises:
             SessionBusyError: the session was still busy after ``busy_timeout`` (retryable).
+            OutputValidationError: the structured answer stayed invalid after the allowed retries.
         """
         result: TurnResult | None = None
-        async for event in self.stream(session_id, content, busy_timeout=busy_timeout):
+        async for event in self.stream(session_id, content, busy_timeout=busy_timeout, output_type=output_type):
             if isinstance(event, TurnFinished):
                 result = event.result
         assert result is not None  # a turn always ends with TurnFinished or raises
         return result
 
     async def stream(
-        self, session_id: str, content: str, *, busy_timeout: float | None = None
+        self,
+        session_id: str,
+        content: str,
+        *,
+        busy_timeout: float | None = None,
+        output_type: type[Any] | OutputContract[Any] | None = None,
     ) -> AsyncIterator[TurnEvent]:
         """Run one turn, yielding its events as they happen; the last one is `TurnFinished`.
 
         The turn runs in a task of its own: closing the iterator early (``break``, an exception, or
         ``aclose()``) aborts it cleanly (``turn/end {aborted}``) and frees the session. Arguments and errors
-        are those of `turn`.
+        are those of `turn`; with ``output_type``, an `OutputReady` event carries the validated object just
+        before `TurnFinished`.
         """
+        contract = as_contract(output_type)
         queue: asyncio.Queue[TurnEvent | None] = asyncio.Queue()
-        runner = asyncio.get_running_loop().create_task(self._run_turn(session_id, content, busy_timeout, queue))
+        runner = asyncio.get_running_loop().create_task(
+            self._run_turn(session_id, content, busy_timeout, queue, contract)
+        )
         try:
             while (event := await queue.get()) is not None:
                 yield event
@@ -375,21 +413,30 @@ class Agent:
                 await asyncio.wait([runner])
 
     async def _run_turn(
-        self, session_id: str, content: str, busy_timeout: float | None, queue: asyncio.Queue[TurnEvent | None]
+        self,
+        session_id: str,
+        content: str,
+        busy_timeout: float | None,
+        queue: asyncio.Queue[TurnEvent | None],
+        output: OutputContract[Any] | None = None,
     ) -> None:
         try:
             async with self._locks.hold(session_id):
                 session = await self._session(session_id, fresh=False)
                 async with session.hold(wait=self.busy_timeout if busy_timeout is None else busy_timeout):
-                    runner = TurnRunner(session, self._tools_for(session), agent=self, max_rounds=self.max_rounds)
-                    async for event in runner.run(content):
+                    tools = await self._tools_for(session)
+                    runner = TurnRunner(session, tools, agent=self, max_rounds=self.max_rounds)
+                    async for event in runner.run(content, output=output):
                         await self.events.publish(event)
                         queue.put_nowait(event)
             self._schedule_consolidation(session)
         finally:
             queue.put_nowait(None)
 
-    def _tools_for(self, session: Session) -> ToolRegistry:
+    async def _tools_for(self, session: Session) -> ToolRegistry:
+        if self.mcp:
+            reserved = [*self.registries.tools.names(), *self.registries.builtins]
+            self.registries.remote = list(await self.mcp.tools(reserved))
         return self.registries.session_tools(self._config_of(session), self._fork_from_tool)
 
     async def _fork_from_tool(self, source_id: str, options: ForkOptions) -> str:
@@ -546,7 +593,9 @@ class Agent:
 
     async def _consolidate(self, session: Session) -> str:
         async with self._consolidating.setdefault(session.id, asyncio.Lock()):
-            memory = await session.consolidate()
+            with observability.consolidation_span(session.id) as span:
+                memory = await session.consolidate()
+                span.record({"stellate.turn": session.history.consolidated_turn})
         await self.events.publish(MemoryUpdated(session_id=session.id, memory=memory))
         await self.events.publish(ConsolidationDone(session_id=session.id, memory=memory))
         return memory

@@ -57,7 +57,7 @@ async def context_at(agent: Agent, session_id: str, step: int | None = None) -> 
         system_prompt=past.slots.system_prompt,
         insight=past.slots.insight,
         messages=build_context(past, session.runtime.language),
-        tools=agent._tools_for(session).specs(),
+        tools=(await agent._tools_for(session)).specs(),
     )
 
 

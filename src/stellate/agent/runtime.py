@@ -33,6 +33,8 @@ class Registries:
     profiles: dict[str, ForkProfile] = field(default_factory=dict)
     skills: SkillSet = field(default_factory=lambda: SkillSet.from_skills(()))
     builtins: tuple[str, ...] = ()
+    remote: list[Tool] = field(default_factory=list)
+    """Tools of MCP servers as last listed (names already namespaced where they clash)."""
 
     def adapter_name(self, llm: LLMAdapter | str | None) -> str | None:
         """The name an adapter is registered under (or the name itself)."""
@@ -59,11 +61,12 @@ class Registries:
     def resolve_tools(self, refs: Sequence[Any] | None) -> list[Tool]:
         """Tools for references (objects or registered names); None means every registered tool."""
         if refs is None:
-            return list(self.tools)
+            return [*self.tools, *self.remote]
+        remote = {item.name: item for item in self.remote}
         resolved: list[Tool] = []
         for ref in refs:
             if isinstance(ref, str):
-                found = self.tools.get(ref)
+                found = self.tools.get(ref) or remote.get(ref)
                 if found is None:
                     raise UsageError(f"no tool registered as {ref!r}", code="tool_not_found")
                 resolved.append(found)

@@ -89,6 +89,7 @@ EXIT_STATUS: dict[str, int] = {
     "provider_error": 9,
     "reply_unstorable": 9,
     "context_too_large": 9,
+    "output_invalid": 9,
     "compress_failed": 9,
     "consolidation_failed": 9,
     # 10: the session is read-only.

@@ -4,6 +4,7 @@ from stellate.engine.builtins import ActivateSkillTool, CreateSessionTool
 from stellate.engine.config import ForkOptions, ForkProfile, SessionConfig, SystemPromptMode
 from stellate.engine.events import AgentEvent, TurnEvent, TurnResult
 from stellate.engine.forks import ForkPlan, SplitGuard, plan_fork
+from stellate.engine.mcp import MCPHTTP, MCPServers, MCPServerSpec, MCPStdio, MCPTool
 from stellate.engine.merge import merge_config, resolve_profile_prompt
 from stellate.engine.runner import DEFAULT_MAX_ROUNDS, TurnRunner
 from stellate.engine.skills import Skill, SkillSet, load_skills
@@ -17,6 +18,11 @@ __all__ = [
     "ForkOptions",
     "ForkPlan",
     "ForkProfile",
+    "MCPHTTP",
+    "MCPServerSpec",
+    "MCPServers",
+    "MCPStdio",
+    "MCPTool",
     "SessionConfig",
     "Skill",
     "SkillSet",

@@ -21,6 +21,7 @@ __all__ = [
     "InsightUpdated",
     "MemoryUpdated",
     "MessageReceived",
+    "OutputReady",
     "RoundEnd",
     "RoundStart",
     "SessionArchived",
@@ -50,6 +51,8 @@ class TurnResult:
     """Tool calls executed (failed ones included)."""
     usage: Usage = field(default_factory=Usage)
     """Usage summed over the turn's model calls."""
+    output: Any = None
+    """The validated structured output, for a turn run with ``output_type`` (None otherwise)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -117,6 +120,16 @@ class RoundEnd:
     session_id: str
     round: int
     type: Literal["round_end"] = "round_end"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class OutputReady:
+    """A turn run with ``output_type`` got its valid answer (just before `TurnFinished`)."""
+
+    session_id: str
+    output: Any
+    """The validated object (an instance of the output type)."""
+    type: Literal["output"] = "output"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -206,6 +219,7 @@ TurnEvent: TypeAlias = (
     | ToolCallStarted
     | ToolCallFinished
     | RoundEnd
+    | OutputReady
     | TurnFinished
 )
 AgentEvent: TypeAlias = (

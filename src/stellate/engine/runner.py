@@ -14,9 +14,11 @@ from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from stellate import observability
 from stellate.engine.events import (
     AssistantReply,
     MessageReceived,
+    OutputReady,
     RoundEnd,
     RoundStart,
     TextChunk,
@@ -26,10 +28,12 @@ from stellate.engine.events import (
     TurnFinished,
     TurnResult,
 )
+from stellate.engine.output import OutputTurn
 from stellate.engine.tools import ToolContext, ToolRegistry, ToolResult
-from stellate.llm.types import TextDelta, Usage
+from stellate.llm.types import OutputSchema, TextDelta, ToolSpec, Usage
 from stellate.log.events import TurnEndReason
 from stellate.log.messages import ToolCall
+from stellate.session.output import OutputContract
 from stellate.session.session import Session
 from stellate.session.turn import Turn
 from stellate.session.types import SendDone, SendResult
@@ -38,6 +42,8 @@ __all__ = ["DEFAULT_MAX_ROUNDS", "ROUND_LIMIT_TEXT", "TurnRunner"]
 
 #: Model calls allowed in one turn before it stops with reason ``max_rounds``.
 DEFAULT_MAX_ROUNDS = 10
+_log = observability.get_logger(__name__)
+
 ROUND_LIMIT_TEXT = "Not run: the turn reached its limit of {limit} model calls. Answer with what you have."
 
 
@@ -48,6 +54,7 @@ class _Tally:
     input_tokens: int = 0
     output_tokens: int = 0
     content: str = ""
+    output: Any = None
 
     def add(self, result: SendResult) -> None:
         self.rounds += 1
@@ -66,6 +73,7 @@ class _Tally:
             rounds=self.rounds,
             tool_calls=self.tool_calls,
             usage=usage,
+            output=self.output,
         )
 
 
@@ -87,48 +95,103 @@ class TurnRunner:
         self.agent = agent
         self.max_rounds = max_rounds
         self.cancelled = asyncio.Event()
+        self._pursuit: OutputTurn[Any] | None = None
+        self._turn_tools = tools
+        self._reply = SendResult(content="")
 
-    async def run(self, content: str) -> AsyncIterator[TurnEvent]:
-        """Run the turn, yielding its events; the last one is `TurnFinished`."""
+    async def run(self, content: str, *, output: OutputContract[Any] | None = None) -> AsyncIterator[TurnEvent]:
+        """Run the turn, yielding its events; the last one is `TurnFinished`.
+
+        With ``output``, the turn ends only on a valid answer of that type (`OutputReady` comes before
+        `TurnFinished`, and ``TurnResult.output`` holds it).
+
+        Raises:
+            OutputValidationError: the answers stayed invalid past the contract's retries.
+        """
         sid = self.session.id
         tally = _Tally()
+        self._pursuit = pursuit = OutputTurn(output, self.session.runtime.llm) if output is not None else None
+        self._turn_tools = pursuit.tools(self.tools) if pursuit is not None else self.tools
         yield MessageReceived(session_id=sid, content=content)
-        try:
-            async with self.session.turn(content) as turn:
-                reason: TurnEndReason = "completed"
-                async for event in self._rounds(turn, tally):
-                    yield event
-                if tally.rounds >= self.max_rounds and self.session.history.cursor.step_open:
-                    reason = "max_rounds"
-                    await self._refuse_pending(turn)
-                await turn.end(reason)
-        except asyncio.CancelledError:
-            self.cancelled.set()
-            raise
+        with observability.turn_span(sid, content) as span:
+            try:
+                async with self.session.turn(content) as turn:
+                    first_seq = self.session.history.next_seq - 2  # turn/start and the user message
+                    span.record({"stellate.turn": turn.number, "stellate.seq.first": first_seq})
+                    _log.debug("turn %d started", turn.number)
+                    async for event in self._rounds(turn, tally):
+                        yield event
+                    reason = await self._closing_reason(turn, tally)
+                    await turn.end(reason)
+            except asyncio.CancelledError:
+                self.cancelled.set()
+                raise
+            span.record({"stellate.seq.last": self.session.history.next_seq - 1})
+            span.record_turn(reason, tally.rounds, tally.input_tokens, tally.output_tokens)
+            _log.debug("turn %d ended: %s after %d model call(s)", turn.number, reason, tally.rounds)
+        if pursuit is not None:
+            tally.output = pursuit.value
+            yield OutputReady(session_id=sid, output=pursuit.value)
         yield TurnFinished(session_id=sid, result=tally.result(sid, turn.number, reason))
+
+    async def _closing_reason(self, turn: Turn, tally: _Tally) -> TurnEndReason:
+        reason: TurnEndReason = "completed"
+        if tally.rounds >= self.max_rounds and self.session.history.cursor.step_open:
+            reason = "max_rounds"
+            await self._refuse_pending(turn)
+        if self._pursuit is not None and not self._pursuit.found:
+            raise self._pursuit.exhausted()
+        return reason
 
     async def _rounds(self, turn: Turn, tally: _Tally) -> AsyncIterator[TurnEvent]:
         sid = self.session.id
-        specs = self.tools.specs()
+        specs = self._turn_tools.specs()
+        schema = self._pursuit.request_schema() if self._pursuit is not None else None
         while tally.rounds < self.max_rounds:
             yield RoundStart(session_id=sid, round=tally.rounds + 1)
-            result: SendResult | None = None
-            async for event in turn.stream_step(specs):
-                if isinstance(event, TextDelta):
-                    yield TextChunk(session_id=sid, text=event.text)
-                elif isinstance(event, SendDone):
-                    result = event.result
-            assert result is not None  # stream_step always ends with SendDone
+            async for chunk in self._model_call(turn, specs, schema):
+                yield chunk
+            result = self._reply
             tally.add(result)
             yield AssistantReply(
                 session_id=sid, round=tally.rounds, content=result.content, tool_calls=result.tool_calls
             )
+            answered = False
             if result.tool_calls and tally.rounds < self.max_rounds:
                 async for tool_event in self._run_tools(turn, result.tool_calls, tally):
                     yield tool_event
+                answered = self._answered_by_tool(turn)
+            elif not result.tool_calls:
+                answered = self._pursuit is None or self._pursuit.check_reply(turn, result)
             yield RoundEnd(session_id=sid, round=tally.rounds)
-            if not result.tool_calls:
+            if answered:
                 return
+
+    async def _model_call(
+        self, turn: Turn, specs: Sequence[ToolSpec], schema: OutputSchema | None
+    ) -> AsyncIterator[TextChunk]:
+        """One streamed model call in its span; the recorded reply lands in ``self._reply``."""
+        session, llm = self.session, self.session.runtime.llm
+        step = session.history.cursor.step + 1
+        with observability.model_span(session.id, llm.provider, llm.model, turn=turn.number, step=step) as span:
+            span.record_content("gen_ai.input.messages", lambda: _input_messages(session))
+            if self._pursuit is not None:
+                span.record({"gen_ai.output.type": "json"})
+            result: SendResult | None = None
+            async for event in turn.stream_step(specs, output=schema):
+                if isinstance(event, TextDelta):
+                    yield TextChunk(session_id=session.id, text=event.text)
+                elif isinstance(event, SendDone):
+                    result = event.result
+            assert result is not None  # stream_step always ends with SendDone
+            usage = result.usage or Usage()
+            span.record_usage(llm.model, usage.input_tokens, usage.output_tokens, result.stop_reason)
+            span.record_content("gen_ai.output.messages", lambda: _output_messages(result))
+        self._reply = result
+
+    def _answered_by_tool(self, turn: Turn) -> bool:
+        pursuit = self._pursuit
+        return pursuit is not None and pursuit.check_tools(turn)
 
     async def _run_tools(self, turn: Turn, calls: Sequence[ToolCall], tally: _Tally) -> AsyncIterator[TurnEvent]:
         sid = self.session.id
@@ -148,9 +211,21 @@ class TurnRunner:
         context = ToolContext(
             session_id=self.session.id, call_id=call.id, agent=self.agent, cancelled=self.cancelled, metadata={}
         )
-        return await self.tools.call(call, context)
+        with observability.tool_span(self.session.id, call.name, call.id, call.arguments) as span:
+            result = await self._turn_tools.call(call, context)
+            span.record_tool_result(result.is_error, lambda: result.content)
+        return result
 
     async def _refuse_pending(self, turn: Turn) -> None:
         text = ROUND_LIMIT_TEXT.format(limit=self.max_rounds)
         pending = self.session.history.pending_calls
         await turn.record_tool_results([(call, text, True) for call in pending])
+
+
+def _input_messages(session: Session) -> list[dict[str, Any]]:
+    return observability.input_messages([(m.role, getattr(m, "content", "")) for m in session.context()])
+
+
+def _output_messages(result: SendResult) -> list[dict[str, Any]]:
+    calls = [(c.id, c.name, c.arguments) for c in result.tool_calls]
+    return observability.output_messages(result.content, calls, result.stop_reason)

@@ -11,7 +11,6 @@ import asyncio
 import functools
 import inspect
 import json
-import logging
 import re
 import sys
 import typing
@@ -23,6 +22,7 @@ from typing import Annotated, Any, Generic, ParamSpec, Protocol, TypeVar, overlo
 import pydantic_core
 from pydantic import BaseModel, ConfigDict, Field, PydanticUserError, ValidationError, create_model
 
+from stellate import observability
 from stellate.errors import UsageError
 from stellate.llm.types import ToolSpec
 from stellate.log.messages import ToolCall
@@ -41,7 +41,7 @@ __all__ = [
 P = ParamSpec("P")
 R = TypeVar("R")
 
-_logger = logging.getLogger(__name__)
+_logger = observability.get_logger(__name__)
 
 # The strictest rule among providers (OpenAI function names); a name that passes it works everywhere.
 _TOOL_NAME = re.compile(r"^[A-Za-z0-9_-]{1,64}$")

@@ -16,6 +16,7 @@ from stellate.errors import ProviderError
 from stellate.llm._wire import UNKNOWN_TOOL, new_call_id, parse_tool_arguments
 from stellate.llm.types import (
     LLMResponse,
+    OutputSchema,
     ResponseDone,
     StopReason,
     StreamEvent,
@@ -33,6 +34,7 @@ __all__ = [
     "map_finish_reason",
     "parse_completion",
     "parse_usage",
+    "to_response_format",
     "to_wire_messages",
     "to_wire_tools",
 ]
@@ -89,6 +91,14 @@ def to_wire_tools(tools: Sequence[ToolSpec]) -> list[dict[str, Any]]:
         {"type": "function", "function": {"name": t.name, "description": t.description, "parameters": t.parameters}}
         for t in tools
     ]
+
+
+def to_response_format(output: OutputSchema) -> dict[str, Any]:
+    """A structured-output request as OpenAI's ``response_format`` (``json_schema`` type)."""
+    schema: dict[str, Any] = {"name": output.name, "schema": output.schema, "strict": output.strict}
+    if output.description:
+        schema["description"] = output.description
+    return {"type": "json_schema", "json_schema": schema}
 
 
 def map_finish_reason(reason: object, *, has_tool_calls: bool) -> StopReason:

@@ -70,6 +70,8 @@ class LlamaCppAdapter(ClosingAdapter):
         chat_format: llama-cpp-python chat format (``chatml-function-calling`` for tool calls); the template
             embedded in the GGUF when omitted.
         llama_options: Further keyword arguments for ``llama_cpp.Llama``.
+        native_output: Constrain structured-output replies to their JSON schema with a llama.cpp grammar
+            (``response_format``); off, structured output falls back to a tool call.
     """
 
     def __init__(
@@ -83,6 +85,7 @@ class LlamaCppAdapter(ClosingAdapter):
         seed: int = 0,
         chat_format: str | None = None,
         llama_options: Mapping[str, Any] | None = None,
+        native_output: bool = True,
     ) -> None:
         self._model_path = Path(model_path) if model_path is not None else None
         name = model or (self._model_path.stem if self._model_path else SMOLLM2_FILE.removesuffix(".gguf"))
@@ -93,6 +96,11 @@ class LlamaCppAdapter(ClosingAdapter):
         self._options.update(llama_options or {})
         self._llama: Any = None
         self._worker: ThreadPoolExecutor | None = None
+        self._native_output = native_output
+
+    def supports_native_output(self) -> bool:
+        """Whether structured output is constrained by a grammar built from its schema (``native_output``)."""
+        return self._native_output
 
     async def aclose(self) -> None:
         """Stop the worker thread and free the model."""
@@ -128,6 +136,8 @@ class LlamaCppAdapter(ClosingAdapter):
             arguments["tools"] = to_wire_tools(request.tools)
         if request.temperature is not None:
             arguments["temperature"] = request.temperature
+        if request.output is not None and self._native_output:
+            arguments["response_format"] = {"type": "json_object", "schema": request.output.schema}
         return arguments
 
     async def complete(self, request: LLMRequest) -> LLMResponse:

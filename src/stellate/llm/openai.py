@@ -16,7 +16,13 @@ import os
 from collections.abc import AsyncGenerator, AsyncIterator, Mapping
 from typing import Any, Literal
 
-from stellate.llm._chat_completions import ChunkAssembler, parse_completion, to_wire_messages, to_wire_tools
+from stellate.llm._chat_completions import (
+    ChunkAssembler,
+    parse_completion,
+    to_response_format,
+    to_wire_messages,
+    to_wire_tools,
+)
 from stellate.llm._http import HTTPChannel
 from stellate.llm._identity import ClosingAdapter
 from stellate.llm._retry import AttemptFailed, RetryPolicy, retry_call, retry_stream
@@ -44,6 +50,8 @@ class OpenAIAdapter(ClosingAdapter):
         max_tokens_field: Body field of the cap; OpenAI's reasoning models want ``max_completion_tokens``.
         extra_body: Merged into every request body after the standard fields (it may override them).
         stream_usage: Ask for a usage chunk at the end of streams (``stream_options.include_usage``).
+        native_output: Send structured-output requests as ``response_format`` (JSON schema); turn it off for
+            servers that lack it, and structured output falls back to a tool call.
         provider: Name recorded on replies (``openai``, ``deepseek``, ``vllm``...).
         timeout: Seconds, or an `httpx.Timeout`; while streaming it bounds the wait for each chunk.
         retry: Retry policy for 429, 5xx, timeouts and dropped connections.
@@ -62,6 +70,7 @@ class OpenAIAdapter(ClosingAdapter):
         max_tokens_field: Literal["max_tokens", "max_completion_tokens"] = "max_tokens",
         extra_body: Mapping[str, Any] | None = None,
         stream_usage: bool = True,
+        native_output: bool = True,
         provider: str = "openai",
         timeout: float | httpx.Timeout = 60.0,
         retry: RetryPolicy | None = None,
@@ -73,6 +82,7 @@ class OpenAIAdapter(ClosingAdapter):
         self._max_tokens_field = max_tokens_field
         self._extra_body = dict(extra_body or {})
         self._stream_usage = stream_usage
+        self._native_output = native_output
         self._retry = retry or RetryPolicy()
         key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         headers = {"Authorization": f"Bearer {key}"} if key else {}
@@ -81,6 +91,10 @@ class OpenAIAdapter(ClosingAdapter):
     async def aclose(self) -> None:
         """Close the HTTP client if this adapter created it."""
         await self._channel.aclose()
+
+    def supports_native_output(self) -> bool:
+        """Whether structured output is sent as ``response_format`` (see ``native_output``)."""
+        return self._native_output
 
     def build_body(self, request: LLMRequest, *, stream: bool) -> dict[str, Any]:
         """The JSON body sent for ``request`` (public so that applications can log or inspect it)."""
@@ -93,6 +107,8 @@ class OpenAIAdapter(ClosingAdapter):
             body["temperature"] = request.temperature
         if request.tools:
             body["tools"] = to_wire_tools(request.tools)
+        if request.output is not None and self._native_output:
+            body["response_format"] = to_response_format(request.output)
         body.update(self._extra_body)
         body["stream"] = stream
         if stream and self._stream_usage:

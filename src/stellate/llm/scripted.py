@@ -102,10 +102,15 @@ def response_events(response: LLMResponse) -> list[StreamEvent]:
 class _RecordingLLM(AdapterIdentity, abc.ABC):
     """What both deterministic models share: identity, request recording, usage estimates and streaming."""
 
-    def __init__(self, *, provider: str, model: str, max_context_tokens: int) -> None:
+    def __init__(self, *, provider: str, model: str, max_context_tokens: int, native_output: bool = False) -> None:
         super().__init__(provider=provider, model=model, max_context_tokens=max_context_tokens)
         self.requests: list[LLMRequest] = []
         """Every request received, in order (streamed ones included)."""
+        self._native_output = native_output
+
+    def supports_native_output(self) -> bool:
+        """Whether this fake claims a native JSON-schema mode (``native_output=True``); it never enforces it."""
+        return self._native_output
 
     @abc.abstractmethod
     async def _answer(self, request: LLMRequest) -> LLMResponse: ...
@@ -170,6 +175,8 @@ class ScriptedLLM(_RecordingLLM):
         max_context_tokens: Context window this fake model claims (small by default, so that tests reach the
             compression threshold quickly).
         provider: Provider name recorded on replies.
+        native_output: Claim a native structured-output mode: structured turns then expect JSON text replies
+            instead of a ``final_result`` tool call.
     """
 
     def __init__(
@@ -180,8 +187,11 @@ class ScriptedLLM(_RecordingLLM):
         model: str = "scripted-model",
         max_context_tokens: int = 8192,
         provider: str = "scripted",
+        native_output: bool = False,
     ) -> None:
-        super().__init__(provider=provider, model=model, max_context_tokens=max_context_tokens)
+        super().__init__(
+            provider=provider, model=model, max_context_tokens=max_context_tokens, native_output=native_output
+        )
         self._script: collections.deque[ScriptStep] = collections.deque(script)
         self._default = default
 

@@ -17,6 +17,8 @@ __all__ = [
     "LLMAdapter",
     "LLMRequest",
     "LLMResponse",
+    "NativeOutput",
+    "OutputSchema",
     "ResponseDone",
     "StopReason",
     "StreamEvent",
@@ -46,6 +48,19 @@ class ToolSpec:
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
+class OutputSchema:
+    """A JSON schema the reply must follow, for adapters with a native structured-output mode."""
+
+    name: str
+    """Name of the schema (letters, digits, ``_`` and ``-``), sent to the provider."""
+    schema: dict[str, Any]
+    """JSON schema of the reply; its root is an object."""
+    description: str = ""
+    strict: bool = False
+    """Ask the provider to enforce the schema exactly (OpenAI's strict mode accepts only a subset of schemas)."""
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
 class Usage:
     """Token usage reported by the provider for one call."""
 
@@ -67,6 +82,8 @@ class LLMRequest:
     max_output_tokens: int | None = None
     """Per-call cap; wins over the adapter's option, which wins over `DEFAULT_MAX_OUTPUT_TOKENS`."""
     temperature: float | None = None
+    output: OutputSchema | None = None
+    """Constrain the reply to this schema; sent only to adapters that are `NativeOutput` and support it."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -155,6 +172,18 @@ class LLMAdapter(Protocol):
 
     def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
         """Make one call and yield its events; the last one is a `ResponseDone`."""
+        ...
+
+
+@runtime_checkable
+class NativeOutput(Protocol):
+    """An adapter that can constrain its reply to a JSON schema (``LLMRequest.output``).
+
+    Adapters without it get structured output through a tool call the model is asked to make instead.
+    """
+
+    def supports_native_output(self) -> bool:
+        """Whether this adapter (as configured) honours ``LLMRequest.output``."""
         ...
 
 

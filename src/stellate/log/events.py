@@ -152,6 +152,13 @@ class _Forked(_Data):
     turn: int
 
 
+class _Output(_Data):
+    turn: int
+    name: str
+    mode: Literal["native", "tool"]
+    value: Any
+
+
 class _ErrorReport(_Data):
     code: str
     message: str
@@ -180,6 +187,7 @@ EVENT_TYPES: Final[Mapping[str, type[_Data]]] = {
     "compaction/summary": _Compaction,
     "error/reported": _ErrorReport,
     "session/forked": _Forked,
+    "output/validated": _Output,
 }
 
 #: Events that put something in front of the model.

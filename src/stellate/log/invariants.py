@@ -218,6 +218,14 @@ def _compaction(cursor: Cursor, event: Event) -> Cursor:
     return replace(cursor, next_seq=event.seq + 1)
 
 
+def _output(cursor: Cursor, event: Event) -> Cursor:
+    if not cursor.turn_open or event.data["turn"] != cursor.last_turn:
+        raise _refuse(event, "structured output belongs to the open turn")
+    if cursor.step_open:
+        raise _refuse(event, "structured output is recorded after the step that produced it")
+    return replace(cursor, next_seq=event.seq + 1)
+
+
 def check_messages_pairing(messages: list[Any]) -> None:
     """Check that JSON messages form a valid transcript: every tool call answered right after it.
 
@@ -251,4 +259,5 @@ _RULES = {
     "user/message": _user_message,
     "context/imported": _context_imported,
     "compaction/summary": _compaction,
+    "output/validated": _output,
 }

@@ -23,7 +23,7 @@ def __getattr__(name: str) -> Any:
     try:
         from stellate.server.app import create_app
     except ImportError as exc:
-        if exc.name in ("fastapi", "starlette", "sse_starlette", "uvicorn", "pydantic"):
+        if exc.name in ("fastapi", "fastapi_offline", "starlette", "sse_starlette", "uvicorn", "pydantic"):
             raise ImportError(_HINT) from exc
         raise
     return create_app

@@ -6,6 +6,7 @@ import contextlib
 from collections.abc import AsyncIterator
 
 from fastapi import FastAPI
+from fastapi_offline import FastAPIOffline
 
 from stellate import __version__
 from stellate.agent import Agent
@@ -57,7 +58,15 @@ def create_app(
         store_name=store_name,
         shutdown_grace=shutdown_grace,
     )
-    app = FastAPI(title="stellate", version=__version__, description=_DESCRIPTION, lifespan=_lifespan)
+    # The API docs page serves Swagger UI from the package, not from a CDN: it works offline.
+    app = FastAPIOffline(
+        title="stellate",
+        version=__version__,
+        description=_DESCRIPTION,
+        lifespan=_lifespan,
+        static_url="/docs-assets",
+        redoc_url=None,
+    )
     app.state.stellate = state
     install_problem_handlers(app)
     for module in (sessions, turns, forks, log, meta):

@@ -8,6 +8,7 @@ with code ``internal_error`` and no traceback (the traceback goes to the server'
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -31,7 +32,18 @@ from stellate.errors import (
     UsageError,
 )
 
-__all__ = ["PROBLEM_TYPE", "STATUS_BY_CODE", "Problem", "ProblemError", "install_problem_handlers", "problem_response"]
+__all__ = [
+    "PROBLEM_TYPE",
+    "STATUS_BY_CODE",
+    "Problem",
+    "ProblemError",
+    "install_problem_handlers",
+    "make_problem",
+    "problem_of",
+    "problem_response",
+    "problem_responses",
+    "status_of",
+]
 
 log = logging.getLogger("stellate.server")
 
@@ -118,11 +130,18 @@ def status_of(error: StellateError) -> int:
     return next((status for cls, status in _BY_CLASS if isinstance(error, cls)), 500)
 
 
-def problem_response(
-    code: str, detail: str, status: int, details: dict[str, Any] | None = None, headers: dict[str, str] | None = None
-) -> JSONResponse:
-    """A ``application/problem+json`` response."""
-    body = Problem(
+def problem_of(error: BaseException) -> Problem:
+    """The problem a turn's error stands for (a cancellation is ``turn_cancelled``; anything else unexpected)."""
+    if isinstance(error, StellateError):
+        return make_problem(error.code, error.message, status_of(error), error.details)
+    if isinstance(error, asyncio.CancelledError):
+        return make_problem("turn_cancelled", "the turn was cancelled", 409)
+    return make_problem("internal_error", f"unexpected {type(error).__name__}; see the server log", 500)
+
+
+def make_problem(code: str, detail: str, status: int, details: dict[str, Any] | None = None) -> Problem:
+    """A problem body."""
+    return Problem(
         type=PROBLEM_TYPE + code,
         title=code.replace("_", " "),
         status=status,
@@ -130,6 +149,13 @@ def problem_response(
         code=code,
         details=_jsonable(details or {}),
     )
+
+
+def problem_response(
+    code: str, detail: str, status: int, details: dict[str, Any] | None = None, headers: dict[str, str] | None = None
+) -> JSONResponse:
+    """A ``application/problem+json`` response."""
+    body = make_problem(code, detail, status, details)
     extra = dict(headers or {})
     if code == "session_busy":
         extra.setdefault("Retry-After", str(RETRY_AFTER_BUSY))

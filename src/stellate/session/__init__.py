@@ -1,6 +1,7 @@
 """The Session primitive: one conversation on one log, one model call per `Session.send`."""
 
 from stellate.session.context import build_context, identity_text
+from stellate.session.output import OutputContract, OutputMode
 from stellate.session.prompts import default_compress_fn, default_consolidate_fn
 from stellate.session.session import Session
 from stellate.session.turn import Turn
@@ -20,6 +21,8 @@ __all__ = [
     "ConsolidateFn",
     "ContextFn",
     "ForkContext",
+    "OutputContract",
+    "OutputMode",
     "SendDone",
     "SendResult",
     "Session",

@@ -8,8 +8,8 @@ writer's side: a heartbeat renews the lease every third of its ttl, and a lease 
 from __future__ import annotations
 
 import asyncio
-import logging
 
+from stellate import observability
 from stellate.errors import SessionBusyError, StellateError
 from stellate.session.types import SessionRuntime
 from stellate.store.base import BaseStore
@@ -17,7 +17,7 @@ from stellate.store.types import Lease, SessionId, SessionRecord
 
 __all__ = ["LeaseHolder"]
 
-_log = logging.getLogger(__name__)
+_log = observability.get_logger(__name__)
 
 
 class LeaseHolder:
@@ -31,6 +31,7 @@ class LeaseHolder:
         """The lease while held (renewed in place by the heartbeat), else None."""
         self._unreleased: Lease | None = None
         self._heartbeat: asyncio.Task[None] | None = None
+        self._log_extra = {"session_id": session_id}
 
     async def take(self, wait: float) -> SessionRecord:
         """Take the lease (waiting up to ``wait`` seconds) and start renewing it; the record as of the grant.
@@ -66,10 +67,16 @@ class LeaseHolder:
             try:
                 renewed = await self._store.renew_lease(self._session_id, lease, ttl=ttl)
             except SessionBusyError:
-                _log.warning("session %s: lease lost; this writer's next write will be refused", self._session_id)
+                _log.warning(
+                    "session %s: lease lost; this writer's next write will be refused",
+                    self._session_id,
+                    extra=self._log_extra,
+                )
                 return
             except StellateError as exc:  # a passing store failure: the lease outlives two more beats
-                _log.warning("session %s: lease renewal failed (%s); retrying", self._session_id, exc)
+                _log.warning(
+                    "session %s: lease renewal failed (%s); retrying", self._session_id, exc, extra=self._log_extra
+                )
                 continue
             if self.current is not None and self.current.token == token:
                 self.current = renewed
@@ -79,7 +86,11 @@ class LeaseHolder:
             await self._store.release_lease(self._session_id, lease)
         except StellateError as exc:  # it lapses by itself: only the next writer's wait gets longer
             _log.warning(
-                "session %s: lease release failed (%s); it lapses at %d", self._session_id, exc, lease.expires_at
+                "session %s: lease release failed (%s); it lapses at %d",
+                self._session_id,
+                exc,
+                lease.expires_at,
+                extra=self._log_extra,
             )
             self._unreleased = lease
 

@@ -29,6 +29,7 @@ from stellate.log.transcript import sanitize_messages
 from stellate.session.context import build_context, build_prefix, summary_text
 from stellate.session.history import History
 from stellate.session.lease import LeaseHolder
+from stellate.session.output import OutputContract, as_contract, send_structured
 from stellate.session.prompts import default_compress_fn, default_consolidate_fn
 from stellate.session.turn import Turn
 from stellate.session.types import (
@@ -246,16 +247,23 @@ class Session:
         """Open a turn for the engine's tool loop: ``async with session.turn("...") as turn: ...``."""
         return Turn(self, content)
 
-    async def send(self, content: str) -> SendResult:
+    async def send(self, content: str, *, output_type: type[Any] | OutputContract[Any] | None = None) -> SendResult:
         """One user message, one model call, recorded as a complete turn.
+
+        With ``output_type`` the answer must be of that type (``SendResult.output``); one call leaves no room
+        for retries, so an invalid answer ends the turn with an error (``Agent.turn`` retries).
 
         Raises:
             UsageError: empty input, or too large for the model's window (code ``context_too_large``).
             ArchivedError: the session is archived.
             ProviderError, LLMError: the call failed; the turn is recorded with ``turn/end {error}``
                 and the insight is kept for the next call.
+            OutputValidationError: the structured answer did not validate.
         """
+        contract = as_contract(output_type)
         async with self.turn(content) as turn:
+            if contract is not None:
+                return await send_structured(turn, contract)
             result = await turn.step()
             await _refuse_tools(turn, result)
         return result

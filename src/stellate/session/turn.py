@@ -14,7 +14,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from stellate.errors import FormatError, LLMError, StellateError, UsageError
-from stellate.llm.types import LLMRequest, LLMResponse, ResponseDone, TextDelta, ToolSpec
+from stellate.llm.types import LLMRequest, LLMResponse, OutputSchema, ResponseDone, TextDelta, ToolSpec
 from stellate.log.events import NewEvent, TurnEndReason, find_unstorable, make_event, now_ms, storable_text
 from stellate.log.messages import ToolCall, UserMessage
 from stellate.log.repair import repair_events
@@ -147,15 +147,20 @@ class Turn:
 
     # -- steps -----------------------------------------------------------------------------------
 
-    async def step(self, tools: Sequence[ToolSpec] = ()) -> SendResult:
-        """Make one model call with the context as it stands and record its reply."""
-        request = await self._open_step(tools)
+    async def step(self, tools: Sequence[ToolSpec] = (), *, output: OutputSchema | None = None) -> SendResult:
+        """Make one model call with the context as it stands and record its reply.
+
+        ``output`` asks a native adapter to answer in that JSON schema (see `stellate.session.output`).
+        """
+        request = await self._open_step(tools, output)
         response = await self._session.runtime.llm.complete(request)
         return await self._finish_step(response)
 
-    async def stream_step(self, tools: Sequence[ToolSpec] = ()) -> AsyncIterator[SessionStreamEvent]:
+    async def stream_step(
+        self, tools: Sequence[ToolSpec] = (), *, output: OutputSchema | None = None
+    ) -> AsyncIterator[SessionStreamEvent]:
         """Like `step`, yielding the model's stream events, then `SendDone` with the recorded result."""
-        request = await self._open_step(tools)
+        request = await self._open_step(tools, output)
         response: LLMResponse | None = None
         try:
             async for event in self._session.runtime.llm.stream(request):
@@ -173,7 +178,7 @@ class Turn:
             raise StellateError("the model's stream ended without a final response", code="llm_error")
         yield SendDone(result=await self._finish_step(response))
 
-    async def _open_step(self, tools: Sequence[ToolSpec]) -> LLMRequest:
+    async def _open_step(self, tools: Sequence[ToolSpec], output: OutputSchema | None = None) -> LLMRequest:
         session, history = self._session, self._session.history
         if self._ended:
             raise UsageError("the turn has ended")
@@ -188,7 +193,9 @@ class Turn:
         self._insight_sent = history.slots.insight is not None
         messages = build_context(history, session.runtime.language)
         self._sent_estimate = session.heuristic_prompt_tokens()
-        return LLMRequest(messages=messages, tools=tuple(tools), max_output_tokens=session.runtime.max_output_tokens)
+        return LLMRequest(
+            messages=messages, tools=tuple(tools), max_output_tokens=session.runtime.max_output_tokens, output=output
+        )
 
     async def _finish_step(self, response: LLMResponse) -> SendResult:
         session, history = self._session, self._session.history
@@ -257,6 +264,17 @@ class Turn:
         if self._session.runtime.durability == "step":
             await self._session._flush()
         return recorded
+
+    # -- structured output -----------------------------------------------------------------------
+
+    def add_message(self, content: str) -> None:
+        """Add a user message between steps (a correction the model reads on its next call); written with it."""
+        self._session._stage([make_event("user/message", {"content": content, "correction": True})])
+
+    def record_output(self, name: str, mode: str, value: Any) -> None:
+        """Record the turn's validated structured output (JSON ``value``) after the step that produced it."""
+        data = {"turn": self.number, "name": name, "mode": mode, "value": value}
+        self._session._stage([make_event("output/validated", data)])
 
     # -- compression -----------------------------------------------------------------------------
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal, TypeAlias
+from typing import Any, Literal, TypeAlias
 
 from stellate.llm.types import LLMAdapter, StopReason, StreamEvent, TokenCounter, Usage
 from stellate.log.messages import Message, ToolCall
@@ -77,6 +77,8 @@ class SendResult:
     stop_reason: StopReason = "stop"
     turn: int = 0
     step: int = 0
+    output: Any = None
+    """The validated structured output, for a send with ``output_type`` (None otherwise)."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -9,9 +9,8 @@ from fastapi import APIRouter, Header, Query
 from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from stellate.engine.events import TurnResult
-from stellate.errors import StellateError
 from stellate.server.models import RunningTurns, TurnBody, TurnCancelled
-from stellate.server.problems import Problem, problem_responses, status_of
+from stellate.server.problems import problem_of, problem_responses
 from stellate.server.sse import PING_SECONDS, json_text
 from stellate.server.state import CallerDep
 from stellate.server.turns import LiveTurn
@@ -58,17 +57,7 @@ async def _stream(live: LiveTurn) -> AsyncIterator[ServerSentEvent]:
         yield ServerSentEvent(data=json_text(data), event=data["type"], id=str(count))
     error = live.error
     if error is not None:
-        yield ServerSentEvent(data=json_text(_problem_of(error)), event="problem", id=str(count + 1))
-
-
-def _problem_of(error: BaseException) -> dict[str, Any]:
-    if isinstance(error, StellateError):
-        code, status, detail = error.code, status_of(error), error.message
-    else:
-        code, status, detail = "turn_cancelled", 409, "the turn was cancelled"
-    return Problem(
-        type="urn:stellate:problem:" + code, title=code.replace("_", " "), status=status, detail=detail, code=code
-    ).model_dump()
+        yield ServerSentEvent(data=json_text(problem_of(error).model_dump()), event="problem", id=str(count + 1))
 
 
 @router.post(
