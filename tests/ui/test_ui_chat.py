@@ -35,7 +35,8 @@ def test_a_reply_streams_visibly_with_tool_cards(server: ServerThread, page: Any
     assert len(seen[0]) < len(seen[-1]) < len(STREAMED), "the text grew before the turn ended"
 
     poll(lambda: not page.locator(".composer button.danger").is_visible(), timeout=15, what="the turn's end")
-    card = page.locator(".tool-card")
+    card = page.locator(".tool-card[data-seq]:not([data-seq=''])")
+    card.wait_for()
     assert card.count() == 1
     assert card.locator(".tool-name").inner_text() == "add"
     card.locator("summary").click()

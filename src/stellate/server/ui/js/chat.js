@@ -173,10 +173,15 @@ class ChatPage {
   }
 
   renderMessages() {
+    // Rendering again (the log grew) keeps what the person opened, and their place if they scrolled up.
+    const opened = new Set([...this.messages.querySelectorAll('details[open]')].map((d) => d.dataset.seq));
+    const atEnd = this.messages.scrollHeight - this.messages.scrollTop - this.messages.clientHeight < 40;
+    const top = this.messages.scrollTop;
     clear(this.messages);
     if (!this.items.length) emptyState(this.messages, t('chat.emptySession'));
     for (const item of this.items) this.messages.append(this.renderItem(item));
-    this.scrollDown();
+    for (const card of this.messages.querySelectorAll('details')) if (opened.has(card.dataset.seq)) card.open = true;
+    if (atEnd) this.scrollDown(); else this.messages.scrollTop = top;
   }
 
   renderItem(item) {
