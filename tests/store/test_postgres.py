@@ -286,3 +286,24 @@ def test_psycopg_errors_are_translated(error: Exception, expected: type[StoreErr
     assert translated.details == {"session_id": "a"}
     is_connection = isinstance(error, PoolTimeout | pg_errors.AdminShutdown)
     assert ("check that the server is running" in translated.message) == is_connection
+
+
+@pytest.mark.postgres
+async def test_connections_dropped_by_the_server_are_replaced(pg_url: str, pg_schema: str) -> None:
+    """After a server restart (here: every connection of the store terminated), the next request works."""
+    import psycopg
+
+    store = await PostgresStore.open(pg_url, schema=pg_schema, min_size=2)
+    try:
+        await store.create_session(session_id=SessionId("a"), events=[make_event("session/created", {"label": "a"})])
+        await asyncio.sleep(2.5)  # idle: the pool pings before the next use
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            killed = conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+                (store.application_name,),
+            ).fetchall()
+        assert killed
+        assert (await store.get_session(SessionId("a"))).label == "a"
+        await store.append(SessionId("a"), [make_event("memory/put", {"content": "still here"})])
+    finally:
+        await store.close()

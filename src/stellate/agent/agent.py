@@ -17,6 +17,7 @@ from typing import Any
 from stellate import observability
 from stellate.agent._locks import SessionLocks
 from stellate.agent.bus import EventBus, Hook
+from stellate.agent.consolidation import Consolidator
 from stellate.agent.reflector import Reflection, Reflector
 from stellate.agent.relay import EventRelay
 from stellate.agent.runtime import BUILTIN_TOOLS, Registries, frozen_config
@@ -24,8 +25,6 @@ from stellate.agent.topology import SessionDigest, TopologyNode, build_forest, d
 from stellate.engine.config import ForkOptions, ForkProfile, SessionConfig
 from stellate.engine.events import (
     AgentEvent,
-    ConsolidationDone,
-    ErrorRaised,
     InsightUpdated,
     MemoryUpdated,
     SessionArchived,
@@ -40,7 +39,7 @@ from stellate.engine.mcp import MCPServers, MCPServerSpec
 from stellate.engine.runner import DEFAULT_MAX_ROUNDS, TurnRunner
 from stellate.engine.skills import SkillSet
 from stellate.engine.tools import Tool, ToolRegistry
-from stellate.errors import ForkError, NotFoundError, StellateError, UsageError
+from stellate.errors import ForkError, NotFoundError, UsageError
 from stellate.llm.types import LLMAdapter
 from stellate.log.events import make_event
 from stellate.log.messages import Message
@@ -57,8 +56,6 @@ __all__ = ["Agent"]
 _log = observability.get_logger(__name__)
 
 DEFAULT_STORE = "sqlite:///stellate.db"
-#: Seconds a process may spend on a scheduled consolidation before another may take the work over.
-CONSOLIDATION_CLAIM_TTL = 300.0
 #: Sessions whose in-memory history the agent keeps between calls.
 SESSION_CACHE_SIZE = 256
 
@@ -145,7 +142,6 @@ class Agent:
         self.mcp = mcp_servers if isinstance(mcp_servers, MCPServers) else MCPServers(mcp_servers)
         """The MCP servers whose tools this agent offers (``agent.mcp.add(name, spec)`` registers one more)."""
         self.split_guard = split_guard
-        self.consolidate_every = consolidate_every
         self.consolidate_on_archive = consolidate_on_archive
         self.reflector = reflector
         self.max_rounds = max_rounds
@@ -156,16 +152,22 @@ class Agent:
         self.owner = lease_owner(f"agent-{uuid.uuid4().hex[:8]}")
         """Names this agent in the leases it takes (host, process id and a per-agent id)."""
         self.events = EventBus()
+        self._consolidator = Consolidator(
+            store=self.store, events=self.events, owner=self.owner, every=consolidate_every
+        )
         self._locks = SessionLocks()
-        self._consolidating: dict[str, asyncio.Lock] = {}
         self._sessions: OrderedDict[str, Session] = OrderedDict()
         self._live: dict[str, SessionConfig] = {}
-        self._tasks: set[asyncio.Task[None]] = set()
         self._open_lock = asyncio.Lock()
         self._share_events = share_events
         self._relay: EventRelay | None = None
         if self._store is not None:
             self._connect_relay(self._store)
+
+    @property
+    def consolidate_every(self) -> int | None:
+        """Consolidate a session's memory every N turns in the background (None: off)."""
+        return self._consolidator.every
 
     # -- lifecycle -------------------------------------------------------------------------------
 
@@ -189,8 +191,7 @@ class Agent:
 
     async def close(self) -> None:
         """Wait for background consolidations, then close the store (if the agent opened it)."""
-        if self._tasks:
-            await asyncio.gather(*self._tasks, return_exceptions=True)
+        await self._consolidator.close()
         await self.mcp.close()
         if self._relay is not None:
             await self._relay.close()
@@ -347,8 +348,8 @@ class Agent:
             async with session.hold(wait=self.busy_timeout if busy_timeout is None else busy_timeout):
                 if session.is_archived:
                     return
-                if self.consolidate_on_archive and self._has_unconsolidated_turns(session):
-                    await self._consolidate_reporting(session)
+                if self.consolidate_on_archive and self._consolidator.has_unconsolidated_turns(session):
+                    await self._consolidator.consolidate_reporting(session)
                 await session.archive()
         await self.events.publish(SessionArchived(session_id=session_id))
 
@@ -429,7 +430,7 @@ class Agent:
                     async for event in runner.run(content, output=output):
                         await self.events.publish(event)
                         queue.put_nowait(event)
-            self._schedule_consolidation(session)
+            self._consolidator.schedule(session)
         finally:
             queue.put_nowait(None)
 
@@ -499,7 +500,7 @@ class Agent:
         """Consolidate a session's history into its memory now and return the memory."""
         async with self._locks.hold(session_id):
             session = await self._session(session_id)
-            memory = await self._consolidate(session)
+            memory = await self._consolidator.consolidate(session)
         return memory
 
     # -- reflection ------------------------------------------------------------------------------
@@ -545,60 +546,6 @@ class Agent:
             await self._relay.start_receiving()
         async for event in self.events.subscribe(types):
             yield event
-
-    # -- consolidation ---------------------------------------------------------------------------
-
-    def _has_unconsolidated_turns(self, session: Session) -> bool:
-        return session.history.cursor.last_turn > session.history.consolidated_turn
-
-    def _schedule_consolidation(self, session: Session) -> None:
-        every = self.consolidate_every
-        if every is None or session.history.cursor.last_turn - session.history.consolidated_turn < every:
-            return
-        lock = self._consolidating.setdefault(session.id, asyncio.Lock())
-        if lock.locked():
-            return
-        task = asyncio.get_running_loop().create_task(self._consolidate_once(session, every))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
-
-    async def _consolidate_once(self, session: Session, every: int) -> None:
-        """A scheduled consolidation, done by one process only when several share the store.
-
-        The claim keeps other processes off while this one runs; the due check is then made again against the
-        store, so a process that finished the same consolidation a moment ago is not repeated. A process that
-        dies mid-way leaves its claim to lapse; the session's next turn, anywhere, schedules the work again.
-        """
-        store = await self.store()
-        claim = await store.claim(f"consolidate:{session.id}", owner=self.owner, ttl=CONSOLIDATION_CLAIM_TTL)
-        if claim is None:
-            return
-        try:
-            done = await _consolidated_turn(store, session)
-            if session.history.cursor.last_turn - max(done, session.history.consolidated_turn) >= every:
-                await self._consolidate_reporting(session)
-        finally:
-            await store.release_claim(claim)
-
-    async def _consolidate_reporting(self, session: Session) -> None:
-        try:
-            await self._consolidate(session)
-        except Exception as exc:  # scheduled work has no caller to raise to: report it as an event
-            code = exc.code if isinstance(exc, StellateError) else "consolidation_failed"
-            await self.events.publish(
-                ErrorRaised(
-                    session_id=session.id, source="consolidation", code=code, message=f"{type(exc).__name__}: {exc}"
-                )
-            )
-
-    async def _consolidate(self, session: Session) -> str:
-        async with self._consolidating.setdefault(session.id, asyncio.Lock()):
-            with observability.consolidation_span(session.id) as span:
-                memory = await session.consolidate()
-                span.record({"stellate.turn": session.history.consolidated_turn})
-        await self.events.publish(MemoryUpdated(session_id=session.id, memory=memory))
-        await self.events.publish(ConsolidationDone(session_id=session.id, memory=memory))
-        return memory
 
     # -- sessions and their runtimes -------------------------------------------------------------
 
@@ -653,13 +600,6 @@ class Agent:
             lease_ttl=self.lease_ttl,
             busy_timeout=self.busy_timeout,
         )
-
-
-async def _consolidated_turn(store: BaseStore, session: Session) -> int:
-    """The turn the session's newest consolidation covered, read from the store (0 when never consolidated)."""
-    own = session.record.inherited  # as in the history's fold: a fork does not inherit its source's memory
-    puts = await store.read_events(session.id, start=own, types=("memory/put",), reverse=True, limit=50)
-    return next((e.data["turn"] for e in puts if "turn" in e.data), 0)
 
 
 def _overlay(base: SessionConfig, over: SessionConfig | None, system_prompt: str | None) -> SessionConfig:

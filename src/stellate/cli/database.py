@@ -24,6 +24,7 @@ __all__ = ["Database", "open_database"]
 
 _DEFAULT_LOCK_TIMEOUT = 5.0
 _DEFAULT_BUSY_TIMEOUT = 30.0
+_DEFAULT_LEASE_TTL = 30.0
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -36,14 +37,20 @@ class Database:
     """Seconds to wait for another process's write lock before giving up with ``store_locked``."""
     busy_timeout: float = _DEFAULT_BUSY_TIMEOUT
     """Seconds to wait for another writer's turn on a session before giving up with ``session_busy``."""
+    lease_ttl: float = _DEFAULT_LEASE_TTL
+    """Seconds a session's lease lasts unless renewed: how long a dead writer's session stays blocked."""
 
     @classmethod
     def from_env(cls, location: str, env: Mapping[str, str]) -> Database:
-        """A database whose timeouts come from ``$STELLATE_LOCK_TIMEOUT`` and ``$STELLATE_BUSY_TIMEOUT`` (seconds)."""
+        """A database whose timeouts (seconds) come from the environment.
+
+        ``$STELLATE_LOCK_TIMEOUT``, ``$STELLATE_BUSY_TIMEOUT`` and ``$STELLATE_LEASE_TTL``.
+        """
         return cls(
             location=location,
             lock_timeout=_seconds(env, "STELLATE_LOCK_TIMEOUT", _DEFAULT_LOCK_TIMEOUT),
             busy_timeout=_seconds(env, "STELLATE_BUSY_TIMEOUT", _DEFAULT_BUSY_TIMEOUT),
+            lease_ttl=_seconds(env, "STELLATE_LEASE_TTL", _DEFAULT_LEASE_TTL, positive=True),
         )
 
     @property
@@ -143,12 +150,13 @@ async def _open(database: Database, *, create: bool, migrate: bool) -> BaseStore
     return await SqliteStore.open(database.url, migrate=migrate or is_new, busy_timeout_ms=timeout_ms)
 
 
-def _seconds(env: Mapping[str, str], name: str, default: float) -> float:
+def _seconds(env: Mapping[str, str], name: str, default: float, *, positive: bool = False) -> float:
     raw = env.get(name)
     try:
         value = float(raw) if raw else default
     except ValueError as exc:
         raise UsageError(f"{name} must be seconds, not {raw!r}", code="config_invalid") from exc
-    if value < 0:
-        raise UsageError(f"{name} must be 0 or more seconds, not {raw!r}", code="config_invalid")
+    if value < 0 or (positive and value == 0):
+        bound = "more than 0" if positive else "0 or more"
+        raise UsageError(f"{name} must be {bound} seconds, not {raw!r}", code="config_invalid")
     return value

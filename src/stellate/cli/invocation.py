@@ -63,6 +63,7 @@ class Invocation:
         llm: LLMAdapter | None = None,
         builtin_tools: Collection[str] = (),
         configured: bool = True,
+        consolidate_every: int | None = None,
     ) -> Agent:
         """An agent on ``store`` with the configured profiles.
 
@@ -79,6 +80,8 @@ class Invocation:
             builtin_tools=builtin_tools,
             consolidate_on_archive=configured,
             busy_timeout=self.database().busy_timeout,
+            lease_ttl=self.database().lease_ttl,
+            consolidate_every=consolidate_every,
         )
 
     @contextlib.asynccontextmanager

@@ -36,10 +36,24 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
     serve_parser.add_argument("--keys", metavar="FILE", help="API key file (default: beside the database)")
     serve_parser.add_argument("--open", action="store_true", help="open the devtools UI in a browser once listening")
     serve_parser.add_argument("--grace", type=float, default=10.0, help="seconds turns get to finish at shutdown")
+    serve_parser.add_argument(
+        "--consolidate-every",
+        dest="consolidate_every",
+        type=_positive_int,
+        metavar="N",
+        help="consolidate a session's memory every N turns, in the background (once, whichever worker ran them)",
+    )
     serve_parser.add_argument("--provider", help=f"model provider: {', '.join(public_providers())}")
     serve_parser.add_argument("--model", help="model name (for local: a GGUF file)")
     serve_parser.add_argument("--base-url", dest="base_url", help="API root of an OpenAI-compatible server")
     serve_parser.set_defaults(handler=serve)
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise ValueError(text)
+    return value
 
 
 def keys_path(flag: str | None, env: Mapping[str, str], database: Database) -> Path:
@@ -87,7 +101,13 @@ async def serve(inv: Invocation) -> int:
     async with open_database(database, create=True) as store:
 
         def agent_of(scoped: BaseStore) -> Agent:
-            return inv.agent(scoped, llm=llm, builtin_tools=BUILTIN_TOOLS, configured=configured)
+            return inv.agent(
+                scoped,
+                llm=llm,
+                builtin_tools=BUILTIN_TOOLS,
+                configured=configured,
+                consolidate_every=args.consolidate_every,
+            )
 
         app = create_app(
             agent_of(store),

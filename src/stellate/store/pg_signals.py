@@ -44,14 +44,20 @@ class PostgresSignals:
 
     def __init__(self, url: str, schema: str | None, publisher: Notifier) -> None:
         self._url = url
-        self.application_name = f"stellate signals {schema or 'public'}"[:63]
-        """Names the listening connection in ``pg_stat_activity``."""
-        self._names = {channel: channel_name(schema, channel) for channel in CHANNELS}
-        self._channels = {name: channel for channel, name in self._names.items()}
         self._publisher = publisher
         self._local = LocalSignals()
         self._listener: asyncio.Task[None] | None = None
         self._ready = asyncio.Event()
+        self.scope(schema)
+
+    def scope(self, schema: str | None) -> None:
+        """Carry the signals of the stores in ``schema`` (set by the store once it knows its schema)."""
+        if self._listener is not None:
+            raise UsageError("the signal listener already runs; scope the signals before the first subscribe")
+        self.application_name = f"stellate signals {schema or 'public'}"[:63]
+        """Names the listening connection in ``pg_stat_activity``."""
+        self._names = {channel: channel_name(schema, channel) for channel in CHANNELS}
+        self._channels = {name: channel for channel, name in self._names.items()}
 
     def name(self, channel: str) -> str:
         """The PostgreSQL channel name of ``channel``."""

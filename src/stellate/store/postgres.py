@@ -14,6 +14,8 @@ exactly as in SQLite; both backends share their row mapping (`stellate.store._sq
 
 from __future__ import annotations
 
+import time
+import weakref
 from collections.abc import AsyncIterator, Mapping, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -141,6 +143,7 @@ _APPEND = (
     f" UPDATE sessions SET {', '.join(c + ' = %s' for c in STATE_COLUMNS)} WHERE id = %s"
     " RETURNING pg_notify(%s, %s)"
 )
+_IDLE_CHECK_SECONDS = 2.0  # a connection idle longer than this is pinged before use
 _VERSION_TABLE = "CREATE TABLE IF NOT EXISTS stellate_schema (version INTEGER NOT NULL)"
 
 
@@ -156,6 +159,9 @@ class PostgresStore(BaseStore):
         self._min_size, self._max_size, self._timeout = min_size, max_size, timeout
         self._where = _describe(url) + (f" (schema {schema})" if schema else "")
         self._pool: AsyncConnectionPool[Connection] | None = None
+        self._returned: weakref.WeakKeyDictionary[Connection, float] = weakref.WeakKeyDictionary()
+        self.application_name = "stellate"
+        """Names the pool's connections in ``pg_stat_activity`` (``stellate <schema>`` once open)."""
         self.signals: PostgresSignals = PostgresSignals(url, schema, self)
         """Signals to and from every process on this database and schema, over ``LISTEN``/``NOTIFY``."""
 
@@ -212,11 +218,13 @@ class PostgresStore(BaseStore):
             raise _translate(exc, "cannot open the PostgreSQL store", self._where) from exc
         pool: AsyncConnectionPool[Connection] = AsyncConnectionPool(
             self.url,
-            kwargs={"autocommit": True},
+            kwargs={"autocommit": True, "application_name": self.application_name},
             min_size=self._min_size,
             max_size=self._max_size,
             timeout=self._timeout,
             configure=self._configure if self.schema else None,
+            check=self._check_if_idle,
+            reset=self._note_return,
             name="stellate",
             open=False,
         )
@@ -225,6 +233,18 @@ class PostgresStore(BaseStore):
             await pool.open(wait=True, timeout=self._timeout)
         except psycopg.Error as exc:
             raise _translate(exc, "cannot open the connection pool", self._where) from exc
+
+    async def _note_return(self, conn: Connection) -> None:
+        self._returned[conn] = time.monotonic()
+
+    async def _check_if_idle(self, conn: Connection) -> None:
+        """Ping a connection that sat idle a while before handing it out.
+
+        After a server restart the pool then replaces its dead connections instead of failing the next requests;
+        a connection in steady use is not pinged, so the hot path pays nothing.
+        """
+        if time.monotonic() - self._returned.get(conn, 0.0) > _IDLE_CHECK_SECONDS:
+            await conn.execute("SELECT 1")
 
     async def _configure(self, conn: Connection) -> None:
         if self.schema:
@@ -243,6 +263,11 @@ class PostgresStore(BaseStore):
             for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
                 await conn.execute(script)
                 await conn.execute("INSERT INTO stellate_schema (version) VALUES (%s)", (number,))
+            # The schema the tables really live in (``schema``, or the URL's search_path): signals are scoped to it.
+            found = await (await conn.execute("SELECT current_schema()")).fetchone()
+            where = str(found[0]) if found and found[0] else self.schema
+            self.signals.scope(where)
+            self.application_name = f"stellate {where or 'public'}"[:63]
 
     def _check_version(self, version: int, migrate: bool) -> None:
         known = len(MIGRATIONS)

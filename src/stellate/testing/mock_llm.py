@@ -55,6 +55,8 @@ class MockReply:
     """Reported output tokens; ``ceil(chars / 4)`` of the output when omitted."""
     first_byte_delay: float = 0.0
     """Seconds to wait before sending anything (a slow first byte)."""
+    chunk_delay: float = 0.0
+    """Seconds between two stream events (a model that types), so a reader can watch a reply grow."""
     disconnect_after: int | None = None
     """Drop the connection after this many stream events (0: right after the headers). Non-streamed requests
     are dropped before any answer."""
@@ -207,7 +209,7 @@ class MockLLMServer:
         if isinstance(step, MockFailure):
             await _write_failure(writer, api, step)
         elif request.stream:
-            await _write_stream(writer, _stream_payloads(request, step), step.disconnect_after)
+            await _write_stream(writer, _stream_payloads(request, step), step.disconnect_after, step.chunk_delay)
         elif step.disconnect_after is None:
             await _write_json(writer, 200, _whole_answer(request, step))
 
@@ -258,12 +260,16 @@ async def _write_failure(writer: asyncio.StreamWriter, api: str, failure: MockFa
     await _write_json(writer, failure.status, body, headers)
 
 
-async def _write_stream(writer: asyncio.StreamWriter, payloads: list[str], disconnect_after: int | None) -> None:
+async def _write_stream(
+    writer: asyncio.StreamWriter, payloads: list[str], disconnect_after: int | None, chunk_delay: float = 0.0
+) -> None:
     head = "Content-Type: text/event-stream\r\nCache-Control: no-cache\r\nTransfer-Encoding: chunked\r\n"
     writer.write(f"{_status_line(200)}{head}Connection: close\r\n\r\n".encode())
     for count, payload in enumerate(payloads):
         if disconnect_after is not None and count >= disconnect_after:
             return  # closing without the final empty chunk is a broken stream to the client
+        if count and chunk_delay:
+            await asyncio.sleep(chunk_delay)
         data = payload.encode()
         writer.write(f"{len(data):x}\r\n".encode() + data + b"\r\n")
         await writer.drain()
