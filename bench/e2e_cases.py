@@ -1,4 +1,4 @@
-"""B7, end to end: every system with its real OpenAI-compatible client, against the loopback mock provider.
+"""B8, end to end: every system with its real OpenAI-compatible client, against the loopback mock provider.
 
 The mock (`bench.mock_server`) runs in a process of its own and answers "ok"; each system sends its whole
 history over HTTP on every turn, as it would to a real provider. stellate streams (`Agent.turn` always does)

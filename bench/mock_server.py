@@ -1,6 +1,6 @@
 """The loopback mock provider in a process of its own: ``python -m bench.mock_server`` prints ``PORT <n>``.
 
-End-to-end cases (B7) talk to it over real HTTP; running it in another process keeps its CPU time (parsing
+End-to-end cases (B8) talk to it over real HTTP; running it in another process keeps its CPU time (parsing
 every request body) out of the client's measured CPU. It answers "ok" to every request, streamed or not, and
 stops when its standard input closes.
 """

@@ -107,7 +107,7 @@ class Sizes:
     k_cold: int = 10
     """Cold turns (each on a freshly opened store) for stellate; peers get `k_cold_peer`."""
     k_cold_peer: int = 5
-    b7_h: tuple[int, ...] = (100, 1000)
+    b8_h: tuple[int, ...] = (100, 1000)
     k_e2e: int = 20
 
 
@@ -151,7 +151,7 @@ SMOKE = Sizes(
     b6_streams=(2,),
     k_cold=2,
     k_cold_peer=1,
-    b7_h=(3,),
+    b8_h=(3,),
     k_e2e=2,
 )
 
@@ -256,14 +256,14 @@ def _b6(sizes: Sizes) -> list[Case]:
     return turns + streams
 
 
-def _b7(sizes: Sizes) -> list[Case]:
+def _b8(sizes: Sizes) -> list[Case]:
     """End to end against the loopback mock: wall and CPU time per turn, each system with its real client."""
     cases = []
-    for h in sizes.b7_h:
+    for h in sizes.b8_h:
         for system, label in E2E.items():
             needs = ("peers",) if system in PEERS else ()
             rows = {"wall": f"{label} (wall)", "cpu": f"{label} (CPU)"}
-            cases.append(Case("B7", h, f"e2e.{system}", {"h": h, "k": sizes.k_e2e}, rows, needs=needs))
+            cases.append(Case("B8", h, f"e2e.{system}", {"h": h, "k": sizes.k_e2e}, rows, needs=needs))
     return cases
 
 
@@ -282,8 +282,8 @@ def cases(sizes: Sizes, benches: set[str]) -> list[Case]:
         out += _b3(sizes)
     if "B4" in benches:
         out += _b4(sizes)
-    if "B7" in benches:
-        out += _b7(sizes)
+    if "B8" in benches:
+        out += _b8(sizes)
     if "B5" in benches or "B5-TURN" in benches:
         out += _b1("B5-turn", "pg", sizes)
     if "B5" in benches or "B5-FORK" in benches:

@@ -22,7 +22,7 @@ TITLES = {
     "B5-fork": "B5 — fork on PostgreSQL (ms per fork)",
     "B6": "B6 — turns through HTTP (`stellate.server`, SQLite, mock model answering in 50 ms; C = concurrent sessions)",
     "B6-streams": "B6 — the space's event stream (SSE) held by N clients at once; one event fanned out to all",
-    "B7": "B7 — end to end, real OpenAI-compatible clients against the loopback mock (ms per turn; H = prior turns)",
+    "B8": "B8 — end to end, real OpenAI-compatible clients against the loopback mock (ms per turn; H = prior turns)",
 }
 AXIS = {
     "B1": "H",
@@ -33,7 +33,7 @@ AXIS = {
     "B5-fork": "N",
     "B6": "C",
     "B6-streams": "N",
-    "B7": "H",
+    "B8": "H",
 }
 
 
@@ -166,7 +166,7 @@ B1_RATIOS = [
     ("LangGraph cold / stellate cold", P.LANGGRAPH_COLD, P.STELLATE_COLD),
     ("Agents SDK cold / stellate cold", P.AGENTS_COLD, P.STELLATE_COLD),
 ]
-B7_RATIOS = [
+B8_RATIOS = [
     (f"{name}: CPU / bare httpx CPU", f"{P.E2E[system]} (CPU)", f"{P.E2E['httpx_floor']} (CPU)")
     for system, name in (("stellate", "stellate"), ("langgraph", "LangGraph"), ("agents", "Agents SDK"))
 ]
@@ -219,8 +219,8 @@ def render(t: Tables) -> list[str]:
         if t.xs(bench):
             lines += ["", *t.timing(bench), *t.ratios(bench, FORK_RATIOS), *t.sizes(bench, "bytes", "growth")]
             lines += FORK_NOTE
-    if t.xs("B7"):
-        lines += ["", *t.timing("B7"), *t.ratios("B7", B7_RATIOS)]
+    if t.xs("B8"):
+        lines += ["", *t.timing("B8"), *t.ratios("B8", B8_RATIOS)]
     for bench, unit in (("B3", "event"), ("B4", "session")):
         if t.xs(bench):
             lines += ["", *_per_item(t, bench, unit)]

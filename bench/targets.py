@@ -156,7 +156,7 @@ def _cold_vs_langgraph(t: Tables) -> Verdict:
 
 
 def _goal_rows(t: Tables) -> list[Verdict]:
-    b1, b2, b7 = t.xs("B1"), t.xs("B2"), t.xs("B7")
+    b1, b2, b8 = t.xs("B1"), t.xs("B2"), t.xs("B8")
     out: list[Verdict] = []
     if b1:
         lo = b1[0]
@@ -182,10 +182,10 @@ def _goal_rows(t: Tables) -> list[Verdict]:
     for x in t.xs("B4"):
         top, floor = _cells(t, "B4", P.B4_STELLATE, P.B4_RAW, x)
         out.append(_at_most(f"5. B4 digests within {B4_FACTOR:.0f}× of a bare SELECT", top, floor, B4_FACTOR))
-    if b7:
+    if b8:
         label = f"{P.E2E['stellate']} (CPU)", f"{P.E2E['httpx_floor']} (CPU)"
-        top, floor = _cells(t, "B7", label[0], label[1], b7[-1])
-        name = f"6. CPU per turn through OpenAIAdapter at H={b7[-1]:,} within {E2E_FACTOR}× of bare httpx"
+        top, floor = _cells(t, "B8", label[0], label[1], b8[-1])
+        name = f"6. CPU per turn through OpenAIAdapter at H={b8[-1]:,} within {E2E_FACTOR}× of bare httpx"
         out.append(_at_most(name, top, floor, E2E_FACTOR))
     return out
 

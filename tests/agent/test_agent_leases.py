@@ -193,3 +193,16 @@ async def test_scheduled_consolidation_runs_once_per_trigger_across_agents(tmp_p
     assert consolidations == sorted(set(consolidations)), "no trigger consolidated twice"
     assert len(calls) == len(consolidations) and consolidations[-1] >= 6
     await store.close()
+
+
+async def test_a_failed_turn_is_published_as_an_error_event(store: MemoryStore) -> None:
+    from stellate.engine.events import ErrorRaised
+    from stellate.errors import ProviderError
+
+    agent = Agent(store, llm=ScriptedLLM([ProviderError("the provider is down", provider="scripted")]))
+    sid = (await agent.create_session(label="s")).id
+    seen: list[ErrorRaised] = []
+    agent.add_hook(lambda event: seen.append(event) if isinstance(event, ErrorRaised) else None)
+    with pytest.raises(ProviderError):
+        await agent.turn(sid, "hello?")
+    assert [(e.session_id, e.source, e.code) for e in seen] == [(sid, "turn", "provider_error")]

@@ -22,11 +22,13 @@ def test_demo_grows_a_tree_and_shows_an_insight_consumed(cli: Run, db: Path) -> 
         assert label in tree
     assert "memory: Germany: no tuition" in tree and "Session digests" in tree
     assert len(session_ids(db)) == 4
+    assert "see it on the star map: stellate serve --open" in out
 
 
 def test_running_the_demo_twice_adds_a_second_tree(cli: Run, db: Path) -> None:
     assert cli("demo").status == 0
-    assert cli("demo", "--db", str(db)).status == 0
+    second = cli("demo", "--db", str(db))
+    assert second.status == 0 and f"stellate serve --db {db} --open" in second.out
     tree = cli("sessions", "tree").out
     assert tree.count("Study abroad plan") == 2 and len(session_ids(db)) == 8
 

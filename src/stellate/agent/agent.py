@@ -25,6 +25,7 @@ from stellate.agent.topology import SessionDigest, TopologyNode, build_forest, d
 from stellate.engine.config import ForkOptions, ForkProfile, SessionConfig
 from stellate.engine.events import (
     AgentEvent,
+    ErrorRaised,
     InsightUpdated,
     MemoryUpdated,
     SessionArchived,
@@ -39,7 +40,7 @@ from stellate.engine.mcp import MCPServers, MCPServerSpec
 from stellate.engine.runner import DEFAULT_MAX_ROUNDS, TurnRunner
 from stellate.engine.skills import SkillSet
 from stellate.engine.tools import Tool, ToolRegistry
-from stellate.errors import ForkError, NotFoundError, UsageError
+from stellate.errors import ForkError, NotFoundError, SessionBusyError, StellateError, UsageError
 from stellate.llm.types import LLMAdapter
 from stellate.log.events import make_event
 from stellate.log.messages import Message
@@ -450,6 +451,13 @@ class Agent:
                         await self.events.publish(event)
                         queue.put_nowait(event)
             self._consolidator.schedule(session)
+        except StellateError as exc:
+            if not isinstance(exc, SessionBusyError):  # a turn that ran and failed: watchers elsewhere learn of it
+                message = f"{type(exc).__name__}: {exc}"
+                await self.events.publish(
+                    ErrorRaised(session_id=session_id, source="turn", code=exc.code, message=message)
+                )
+            raise
         finally:
             queue.put_nowait(None)
 

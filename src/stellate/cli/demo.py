@@ -82,7 +82,14 @@ async def demo(inv: Invocation) -> int:
         finally:
             await agent.close()
     out.print(f"next: stellate sessions tree · stellate sessions show {trip.root_id} · stellate chat --session ID")
+    out.print(f"see it on the star map: {_serve_command(inv)}, then the browser shows this forest", soft_wrap=True)
     return 0
+
+
+def _serve_command(inv: Invocation) -> str:
+    """The ``stellate serve --open`` line that serves the database the demo just wrote to."""
+    named = inv.args.db if getattr(inv.args, "db", None) else None
+    return f"stellate serve --db {named} --open" if named else "stellate serve --open"
 
 
 async def _show_insight_use(store: BaseStore, trip: Trip, out: Console) -> None:

@@ -9,6 +9,7 @@ from pathlib import Path
 
 from stellate.agent import Agent
 from stellate.cli.database import Database, open_database
+from stellate.cli.devtools import serve_and_open, ui_url
 from stellate.cli.invocation import Invocation
 from stellate.cli.providers import adapter_or_placeholder, public_providers
 from stellate.errors import UsageError
@@ -33,6 +34,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
     serve_parser.add_argument("--host", default=DEFAULT_HOST, help=f"interface to bind (default {DEFAULT_HOST})")
     serve_parser.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
     serve_parser.add_argument("--keys", metavar="FILE", help="API key file (default: beside the database)")
+    serve_parser.add_argument("--open", action="store_true", help="open the devtools UI in a browser once listening")
     serve_parser.add_argument("--grace", type=float, default=10.0, help="seconds turns get to finish at shutdown")
     serve_parser.add_argument(
         "--consolidate-every",
@@ -120,7 +122,9 @@ async def serve(inv: Invocation) -> int:
         inv.consoles.out.print(
             _startup_line(args.host, args.port, database, keyring, with_keys, configured), soft_wrap=True
         )
-        await uvicorn.Server(config).serve()
+        url = ui_url(args.host, args.port)
+        inv.consoles.out.print(f"devtools UI (the star map): {url}", soft_wrap=True)
+        await serve_and_open(uvicorn.Server(config), url if args.open else None)
     return 0
 
 

@@ -17,6 +17,7 @@ from stellate.server.routes import forks, log, meta, sessions, turns
 from stellate.server.spaces import AgentFactory, Spaces
 from stellate.server.state import ServerState
 from stellate.server.turns import TurnManager
+from stellate.server.ui import install_ui
 
 __all__ = ["DEFAULT_SHUTDOWN_GRACE", "create_app"]
 
@@ -70,6 +71,7 @@ def create_app(
     install_problem_handlers(app)
     for module in (sessions, turns, forks, log, meta):
         app.include_router(module.router, prefix="/v1")
+    install_ui(app)
     app.add_middleware(BodyLimit, max_bytes=max_body)
     return app
 

@@ -289,7 +289,8 @@ class PostgresStore(BaseStore):
             found = await (await conn.execute("SELECT current_schema()")).fetchone()
             where = str(found[0]) if found and found[0] else self.schema
             self.signals.scope(where)
-            self.application_name = f"stellate {where or 'public'}"[:63]
+            named = conninfo_to_dict(self.url).get("application_name")  # the URL's own name wins
+            self.application_name = str(named) if named else f"stellate {where or 'public'}"[:63]
 
     def _check_version(self, version: int, migrate: bool) -> None:
         known = len(MIGRATIONS)

@@ -1,0 +1,316 @@
+// The conversation page: the forest as a filterable tree on the left, the chat in the middle. A turn streams
+// every round over SSE (text, tool cards, the result); Stop cancels it; each assistant message that closes
+// a completed turn offers "Branch from here" (a fork anchored at its seq).
+
+import { allEvents, api, sid, sse } from './api.js';
+import { append, clear, clip, fill, h, pretty } from './dom.js';
+import { t } from './i18n.js';
+import { forest } from './live.js';
+import { renderMarkdown } from './markdown.js';
+import { emptyState, errorNode, go, toast } from './shared.js';
+import { conversationOf } from './transcript.js';
+
+export function mount(container, params) {
+  const page = new ChatPage(container, params.id || null);
+  return () => page.destroy();
+}
+
+class ChatPage {
+  constructor(container, id) {
+    this.id = id;
+    this.filter = '';
+    this.streaming = null;
+    this.build(container);
+    this.offForest = forest.on(() => { this.renderTree(); this.renderHeader(); });
+    this.onVisibility = (event) => {
+      if (!event.detail && this.tail) this.tail.abort();
+      else if (event.detail && this.id && !this.streaming) this.load();
+    };
+    window.addEventListener('stellate-visibility', this.onVisibility);
+    if (forest.loaded) this.renderTree(); else forest.refresh(0);
+    if (id) this.load();
+    else emptyState(this.messages, t('chat.pick'));
+  }
+
+  destroy() {
+    this.offForest();
+    window.removeEventListener('stellate-visibility', this.onVisibility);
+    if (this.tail) this.tail.abort();
+  }
+
+  build(container) {
+    const filter = h('input', { type: 'search', placeholder: t('chat.filter'), 'aria-label': t('chat.filter') });
+    filter.addEventListener('input', () => { this.filter = filter.value.trim().toLowerCase(); this.renderTree(); });
+    this.tree = h('ul', { class: 'tree', 'aria-label': t('chat.sessions') });
+    this.header = h('header', { class: 'chat-header' });
+    this.messages = h('div', { class: 'messages', role: 'log', 'aria-live': 'polite', 'aria-label': t('chat.messages') });
+    this.input = h('textarea', { rows: 3, placeholder: t('chat.placeholder'), 'aria-label': t('chat.placeholder') });
+    this.input.addEventListener('keydown', (event) => {
+      // Enter sends; Shift+Enter is a new line; Enter that confirms an IME composition does nothing here.
+      if (event.key !== 'Enter' || event.shiftKey || event.isComposing || event.keyCode === 229) return;
+      event.preventDefault();
+      this.send();
+    });
+    this.sendButton = h('button', { type: 'button', class: 'primary', text: t('chat.send'), onclick: () => this.send() });
+    this.stopButton = h('button', { type: 'button', class: 'danger', text: t('chat.stop'), onclick: () => this.stop() });
+    this.stopButton.hidden = true;
+    this.composer = h('div', { class: 'composer' }, this.input, h('div', { class: 'buttons' }, this.stopButton, this.sendButton));
+    fill(container, h('section', { class: 'page chat-page' },
+      h('aside', { class: 'tree-pane' }, h('h2', { text: t('chat.sessions') }), filter, this.tree),
+      h('div', { class: 'chat-pane' }, this.header, this.messages, this.composer)));
+  }
+
+  // -- the tree -------------------------------------------------------------------------------------
+
+  renderTree() {
+    clear(this.tree);
+    const visible = (id) => {
+      const node = forest.nodes.get(id);
+      if (!node) return false;
+      if (!this.filter || node.label.toLowerCase().includes(this.filter)) return true;
+      return node.children.some(visible);
+    };
+    const row = (id) => {
+      const node = forest.nodes.get(id);
+      if (!visible(id)) return null;
+      const kids = node.children.map(row).filter(Boolean);
+      const button = h('button', { type: 'button', class: 'tree-row' + (id === this.id ? ' current' : ''),
+        'aria-current': id === this.id ? 'page' : null, onclick: () => go('#/chat/' + encodeURIComponent(id)) },
+        h('i', { class: 'dot ' + (node.status === 'archived' ? 'archived' : !node.parent_id ? 'root' : node.children.length ? 'inner' : 'leaf') }),
+        h('span', { class: 'label', translate: 'no', text: node.label || node.id }),
+        h('span', { class: 'count', title: t('common.turns', { n: node.turn_count }), text: String(node.turn_count) }),
+        forest.running.has(id) ? h('span', { class: 'busy-dot', title: t('common.running'), 'aria-label': t('common.running') }) : null);
+      return h('li', { dataset: { id } }, button, kids.length ? h('ul', {}, kids) : null);
+    };
+    const rows = forest.roots.map(row).filter(Boolean);
+    if (!rows.length) this.tree.append(h('li', { class: 'muted', text: forest.nodes.size ? t('chat.noMatch') : t('map.empty') }));
+    this.tree.append(...rows);
+  }
+
+  // -- the session ----------------------------------------------------------------------------------
+
+  async load() {
+    try {
+      const [detail, log] = await Promise.all([api(`/sessions/${sid(this.id)}`), allEvents(this.id)]);
+      this.detail = detail;
+      this.events = log.events;
+      this.items = conversationOf(log.events);
+    } catch (error) {
+      this.detail = null;
+      this.renderHeader();
+      emptyState(this.messages, error.status === 404 ? t('chat.notFound') : errorNode(error));
+      this.composer.hidden = true;
+      return;
+    }
+    this.composer.hidden = this.detail.status === 'archived';
+    this.renderHeader();
+    this.renderMessages();
+    this.follow();
+  }
+
+  // Tail the session's log, so a turn run elsewhere (another tab, a script, another process) shows up round
+  // by round, and its messages become branchable the moment its turn completes.
+  follow() {
+    if (this.tail) this.tail.abort();
+    const controller = (this.tail = new AbortController());
+    const after = this.events.length ? this.events[this.events.length - 1].seq : -1;
+    sse(`/sessions/${sid(this.id)}/events/stream?after=${after}`, {
+      signal: controller.signal,
+      onEvent: (type, data) => {
+        if (type !== 'log' || controller.signal.aborted) return;
+        const last = this.events[this.events.length - 1];
+        if (last && data.seq <= last.seq) return;
+        this.events.push(data);
+        if (!this.streaming) this.scheduleRender();
+      },
+    }).catch(() => null);
+  }
+
+  scheduleRender() {
+    if (this.renderPending) return;
+    this.renderPending = requestAnimationFrame(() => {
+      this.renderPending = null;
+      if (this.streaming) return;
+      this.items = conversationOf(this.events);
+      this.renderMessages();
+    });
+  }
+
+  renderHeader() {
+    clear(this.header);
+    if (!this.detail) return;
+    const node = forest.nodes.get(this.id);
+    const label = (node && node.label) || this.detail.label || this.id;
+    const title = h('h1', {}, h('button', { type: 'button', class: 'rename', translate: 'no', title: t('chat.renameHint'), text: label,
+      onclick: () => this.rename(title, label) }));
+    append(this.header, [title,
+      h('span', { class: 'muted', text: t('common.turns', { n: node ? node.turn_count : this.detail.turn_count }) }),
+      this.detail.status === 'archived' ? h('span', { class: 'badge archived', text: t('status.archived') }) : null,
+      h('span', { class: 'spacer' }),
+      h('button', { type: 'button', text: t('action.inspect'), onclick: () => go('#/inspect/' + encodeURIComponent(this.id)) }),
+      h('button', { type: 'button', text: t('action.showOnMap'), onclick: () => go('#/map/' + encodeURIComponent(this.id)) })]);
+  }
+
+  rename(title, current) {
+    const input = h('input', { type: 'text', value: current, 'aria-label': t('chat.rename') });
+    const done = async (save) => {
+      if (save && input.value.trim() && input.value.trim() !== current) {
+        try {
+          await api(`/sessions/${sid(this.id)}`, { method: 'PATCH', body: { label: input.value.trim() } });
+          this.detail.label = input.value.trim();
+          forest.refresh(0);
+        } catch (error) { toast(errorNode(error), 'error'); }
+      }
+      this.renderHeader();
+    };
+    input.addEventListener('keydown', (event) => {
+      if (event.key === 'Enter' && !event.isComposing) { event.preventDefault(); done(true); }
+      else if (event.key === 'Escape') done(false);
+    });
+    input.addEventListener('blur', () => done(true), { once: true });
+    fill(title, input);
+    input.select();
+  }
+
+  renderMessages() {
+    // Rendering again (the log grew) keeps what the person opened, and their place if they scrolled up.
+    const opened = new Set([...this.messages.querySelectorAll('details[open]')].map((d) => d.dataset.seq));
+    const atEnd = this.messages.scrollHeight - this.messages.scrollTop - this.messages.clientHeight < 40;
+    const top = this.messages.scrollTop;
+    clear(this.messages);
+    if (!this.items.length) emptyState(this.messages, t('chat.emptySession'));
+    for (const item of this.items) this.messages.append(this.renderItem(item));
+    for (const card of this.messages.querySelectorAll('details')) if (opened.has(card.dataset.seq)) card.open = true;
+    if (atEnd) this.scrollDown(); else this.messages.scrollTop = top;
+  }
+
+  renderItem(item) {
+    if (item.kind === 'user') {
+      return h('div', { class: 'msg user' + (item.inherited ? ' inherited' : ''), dataset: { seq: item.seq } },
+        h('div', { class: 'bubble', translate: 'no', text: item.text }));
+    }
+    if (item.kind === 'tool') return toolCard(item);
+    if (item.kind === 'note') return h('div', { class: 'msg note' }, t('chat.summary'), ' ', h('span', { translate: 'no', text: clip(item.text, 400) }));
+    const body = h('div', { class: 'bubble markdown', translate: 'no' });
+    body.append(renderMarkdown(item.text));
+    const wrapper = h('div', { class: 'msg assistant' + (item.inherited ? ' inherited' : ''), dataset: { seq: item.seq } }, body);
+    if (item.text) wrapper.append(h('div', { class: 'msg-actions' }, this.branchButton(item)));
+    return wrapper;
+  }
+
+  branchButton(item) {
+    const ok = item.branch && item.branch.ok && this.detail && this.detail.status !== 'archived';
+    const why = !item.branch || item.branch.ok ? t('branch.archived') : t('branch.why.' + item.branch.why);
+    const button = h('button', { type: 'button', class: 'branch', text: t('branch.label'),
+      title: ok ? t('branch.hint') : why, 'aria-disabled': ok ? 'false' : 'true' });
+    button.addEventListener('click', () => { if (ok) this.branch(item); });
+    return button;
+  }
+
+  async branch(item) {
+    const label = `${(this.detail && this.detail.label) || this.id} · ${t('branch.suffix', { seq: item.seq })}`;
+    try {
+      const child = await api(`/sessions/${sid(this.id)}/forks`, { method: 'POST', body: { label, at_seq: item.seq } });
+      forest.refresh(0);
+      go('#/chat/' + encodeURIComponent(child.id));
+    } catch (error) { toast(errorNode(error), 'error'); }
+  }
+
+  scrollDown() {
+    this.messages.scrollTop = this.messages.scrollHeight;
+  }
+
+  // -- a turn -------------------------------------------------------------------------------------
+
+  async send() {
+    const content = this.input.value.trim();
+    if (!content || this.streaming || !this.id) return;
+    this.input.value = '';
+    const turn = { controller: new AbortController(), bubble: null, text: '', cards: new Map() };
+    this.streaming = turn;
+    this.setBusy(true);
+    if (this.messages.querySelector('.empty')) clear(this.messages);
+    this.messages.append(h('div', { class: 'msg user' }, h('div', { class: 'bubble', translate: 'no', text: content })));
+    this.scrollDown();
+    try {
+      await sse(`/sessions/${sid(this.id)}/turns`, {
+        method: 'POST', body: { content }, signal: turn.controller.signal,
+        onEvent: (type, data) => this.onTurnEvent(turn, type, data),
+      });
+    } catch (error) {
+      if (!turn.controller.signal.aborted) this.showProblem(error);
+    }
+    this.streaming = null;
+    this.setBusy(false);
+    // A failed or cancelled turn publishes no turn_finished: stop showing it as running here.
+    forest.running.delete(this.id);
+    forest.emit('running');
+    forest.refresh(0);
+    await this.load();
+    if (turn.problem) this.showProblem(turn.problem);
+  }
+
+  setBusy(busy) {
+    this.stopButton.hidden = !busy;
+    this.sendButton.disabled = busy;
+    this.messages.setAttribute('aria-busy', String(busy));
+  }
+
+  liveBubble(turn) {
+    if (!turn.bubble) {
+      turn.text = '';
+      turn.body = h('div', { class: 'bubble markdown streaming', translate: 'no' });
+      const pending = h('button', { type: 'button', class: 'branch', text: t('branch.label'), title: t('branch.why.open'),
+        'aria-disabled': 'true' });
+      turn.bubble = h('div', { class: 'msg assistant live' }, turn.body, h('div', { class: 'msg-actions' }, pending));
+      this.messages.append(turn.bubble);
+    }
+    return turn.bubble;
+  }
+
+  onTurnEvent(turn, type, data) {
+    if (type === 'text') {
+      this.liveBubble(turn);
+      turn.text += data.text;
+      fill(turn.body, renderMarkdown(turn.text));
+    } else if (type === 'assistant_reply') {
+      if (turn.bubble && !data.content) turn.bubble.remove();
+      turn.bubble = null;
+    } else if (type === 'tool_call') {
+      const card = toolCard({ name: data.call.name, args: data.call.arguments, result: null });
+      turn.cards.set(data.call.id, card);
+      this.messages.append(card);
+    } else if (type === 'tool_result') {
+      const card = turn.cards.get(data.call.id);
+      if (card) card.replaceWith(toolCard({ name: data.call.name, args: data.call.arguments, result: data.content,
+        isError: data.is_error, duration: data.duration_ms }));
+    } else if (type === 'problem') {
+      turn.problem = data;
+    }
+    this.scrollDown();
+  }
+
+  showProblem(problem) {
+    const cancelled = problem.code === 'turn_cancelled';
+    this.messages.append(h('div', { class: 'msg problem', role: 'alert' }, cancelled ? t('chat.stopped') : errorNode(problem)));
+    this.scrollDown();
+  }
+
+  async stop() {
+    try { await api(`/sessions/${sid(this.id)}/turns/current/cancel`, { method: 'POST' }); }
+    catch (error) { toast(errorNode(error), 'error'); }
+  }
+
+}
+
+export function toolCard(item) {
+  const state = item.result === null || item.result === undefined ? 'running' : item.isError ? 'error' : 'ok';
+  const summary = h('summary', {},
+    h('span', { class: 'tool-name', translate: 'no', text: item.name }),
+    h('span', { class: 'tool-state ' + state, text: t('tool.' + state) }),
+    item.duration !== undefined && item.duration !== null ? h('span', { class: 'muted', text: t('tool.duration', { ms: Math.round(item.duration) }) }) : null);
+  return h('details', { class: 'msg tool-card ' + state + (item.inherited ? ' inherited' : ''), dataset: { seq: item.seq ?? '' } }, summary,
+    h('div', { class: 'tool-section' }, h('h4', { text: t('tool.arguments') }), h('pre', { translate: 'no', text: pretty(item.args ?? '') })),
+    state === 'running' ? null
+      : h('div', { class: 'tool-section' }, h('h4', { text: item.isError ? t('tool.error') : t('tool.result') }), h('pre', { translate: 'no', text: pretty(item.result) })));
+}

@@ -1,0 +1,168 @@
+// The space's live events (GET /v1/events over SSE), reconnecting, with a bounded history for the Events
+// page; and the forest as the pages share it, refreshed when the events say it changed.
+
+import { api, allSessions, sse } from './api.js';
+
+const HISTORY = 500;
+// Everything but the text chunks, which only the page running a turn needs (from the turn's own stream).
+const TYPES = [
+  'session_created', 'session_forked', 'session_archived', 'message_received', 'round_start', 'assistant_reply',
+  'tool_call', 'tool_result', 'round_end', 'turn_finished', 'memory_updated', 'insight_updated',
+  'consolidation_done', 'error',
+];
+const FOREST_TYPES = new Set([
+  'session_created', 'session_forked', 'session_archived', 'turn_finished', 'memory_updated', 'insight_updated',
+  'consolidation_done',
+]);
+
+export const live = {
+  history: [],
+  listeners: new Set(),
+  connected: false,
+  statusListeners: new Set(),
+  controller: null,
+
+  on(listener) { this.listeners.add(listener); return () => this.listeners.delete(listener); },
+  onStatus(listener) { this.statusListeners.add(listener); return () => this.statusListeners.delete(listener); },
+
+  setConnected(value) {
+    if (this.connected === value) return;
+    this.connected = value;
+    for (const listener of this.statusListeners) listener(value);
+  },
+
+  start() {
+    this.stop();
+    const controller = (this.controller = new AbortController());
+    const run = async () => {
+      while (!controller.signal.aborted) {
+        try {
+          const opened = sse('/events?types=' + TYPES.join(','), {
+            signal: controller.signal,
+            onEvent: (type, data) => this.dispatch(type, data),
+          });
+          this.setConnected(true);
+          forest.running.clear(); // a turn_finished missed while disconnected must not pulse forever
+          forest.refresh(); // events missed while disconnected are in the forest's current state
+          await opened;
+        } catch (error) {
+          if (controller.signal.aborted || (error && error.status === 401)) break;
+        }
+        this.setConnected(false);
+        await new Promise((resolve) => setTimeout(resolve, 1000));
+      }
+    };
+    run();
+  },
+
+  stop() {
+    if (this.controller) this.controller.abort();
+    this.controller = null;
+    this.setConnected(false);
+  },
+
+  dispatch(type, data) {
+    if (typeof data !== 'object' || data === null) return;
+    const event = { ...data, type: data.type || type, received: Date.now() };
+    if (type !== 'text') {
+      this.history.push(event);
+      if (this.history.length > HISTORY) this.history.splice(0, this.history.length - HISTORY);
+    }
+    forest.observe(event);
+    for (const listener of this.listeners) listener(event);
+  },
+};
+
+// The forest: nodes by id (with digest fields), roots, and which sessions run a turn now.
+export const forest = {
+  nodes: new Map(),
+  digests: new Map(),
+  roots: [],
+  running: new Set(),
+  loaded: false,
+  listeners: new Set(),
+  pending: null,
+  loading: null,
+
+  on(listener) { this.listeners.add(listener); return () => this.listeners.delete(listener); },
+  emit(reason) { for (const listener of this.listeners) listener(reason); },
+
+  async load() {
+    // The forest first (one request: enough to draw the map), the digests (memory and insight, paged) after.
+    const [roots, running] = await Promise.all([api('/forest'), api('/turns')]);
+    const byId = this.digests;
+    const nodes = new Map();
+    const walk = (node, parent) => {
+      const digest = byId.get(node.id) || {};
+      nodes.set(node.id, {
+        id: node.id, label: node.label, status: node.status, parent_id: parent ? parent.id : null,
+        source_id: node.source_id, turn_count: node.turn_count, last_activity: node.last_activity,
+        depth: node.depth, children: node.children.map((c) => c.id), memory: digest.memory ?? null,
+        insight: digest.insight ?? null, turn_open: Boolean(digest.turn_open),
+      });
+      for (const child of node.children) walk(child, node);
+    };
+    for (const root of roots) walk(root, null);
+    // Turns this server's API runs now, plus those the events said started (in-process turns included);
+    // turn_finished events take them out again.
+    for (const id of running.session_ids) this.running.add(id);
+    this.nodes = nodes;
+    this.roots = roots.map((r) => r.id);
+    this.loaded = true;
+    this.emit('load');
+    this.loadDigests();
+    return this;
+  },
+
+  async loadDigests() {
+    const ticket = (this.digestTicket = (this.digestTicket || 0) + 1);
+    let digests;
+    try { digests = await allSessions(); } catch { return; }
+    if (ticket !== this.digestTicket) return; // a newer load asked again
+    this.digests = new Map(digests.map((d) => [d.id, d]));
+    for (const node of this.nodes.values()) {
+      const digest = this.digests.get(node.id);
+      if (digest) { node.memory = digest.memory ?? null; node.insight = digest.insight ?? null; }
+    }
+    this.emit('digests');
+  },
+
+  // Coalesces bursts of changes into one reload.
+  refresh(delay = 60) {
+    if (this.pending) return;
+    this.pending = setTimeout(async () => {
+      this.pending = null;
+      if (this.loading) { await this.loading; this.refresh(0); return; }
+      this.loading = this.load().catch(() => null);
+      await this.loading;
+      this.loading = null;
+    }, delay);
+  },
+
+  observe(event) {
+    const id = event.session_id;
+    if (event.type === 'message_received' || event.type === 'round_start') {
+      if (!this.running.has(id)) { this.running.add(id); this.emit('running'); }
+    } else if (event.type === 'turn_finished' || (event.type === 'error' && event.source === 'turn')) {
+      this.running.delete(id);
+      this.emit('running');
+    }
+    if (FOREST_TYPES.has(event.type)) this.refresh();
+  },
+
+  label(id) {
+    const node = this.nodes.get(id);
+    return node ? node.label || id : id;
+  },
+
+  // Ancestors by topology parent, nearest first.
+  ancestors(id) {
+    const out = [];
+    let node = this.nodes.get(id);
+    while (node && node.parent_id) {
+      node = this.nodes.get(node.parent_id);
+      if (node) out.push(node);
+    }
+    return out;
+  },
+};

@@ -1,0 +1,37 @@
+"""The Events page in a real browser: live, filtered (errors included), pausable."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from ui_support import ServerThread, open_ui, poll
+
+from stellate.engine.events import AgentEvent
+
+
+def test_events_arrive_live_and_the_error_filter_shows_errors(server: ServerThread, page: Any) -> None:
+    agent = server.agents["default"]
+    session = server.run(agent.create_session(label="Watched"))
+
+    def broken_hook(event: AgentEvent) -> None:
+        raise RuntimeError("the hook broke")
+
+    agent.add_hook(broken_hook, types=["memory_updated"])
+    open_ui(page, server.url, "#/events")
+    rows = page.locator(".event-list li.event")
+    server.run(agent.put_memory(session.id, "remember this"))
+    poll(lambda: {r.get_attribute("data-type") for r in rows.all()} >= {"memory_updated", "error"}, what="live events")
+    assert "Watched" in rows.first.inner_text() or "Watched" in rows.nth(1).inner_text(), "rows name the session"
+
+    page.get_by_role("button", name="Errors").click()
+    assert [r.get_attribute("data-type") for r in rows.all()] == ["error"]
+    assert "hook_failed" in rows.first.inner_text() and "the hook broke" in rows.first.inner_text()
+
+    page.get_by_role("button", name="All").click()
+    page.get_by_role("button", name="Pause").click()
+    shown = rows.count()
+    server.run(agent.put_insight(session.id, "look here"))
+    poll(lambda: "1" in page.locator(".events-page .pill").inner_text(), what="the held count")
+    assert rows.count() == shown, "paused: nothing new is shown"
+    page.get_by_role("button", name="Resume").click()
+    poll(lambda: rows.first.get_attribute("data-type") == "insight_updated", what="the held event after resuming")
