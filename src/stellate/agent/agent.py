@@ -451,12 +451,9 @@ class Agent:
                         await self.events.publish(event)
                         queue.put_nowait(event)
             self._consolidator.schedule(session)
-        except StellateError as exc:
+        except Exception as exc:
             if not isinstance(exc, SessionBusyError):  # a turn that ran and failed: watchers elsewhere learn of it
-                message = f"{type(exc).__name__}: {exc}"
-                await self.events.publish(
-                    ErrorRaised(session_id=session_id, source="turn", code=exc.code, message=message)
-                )
+                await self.events.publish(_turn_error(session_id, exc))
             raise
         finally:
             queue.put_nowait(None)
@@ -627,6 +624,15 @@ class Agent:
             lease_ttl=self.lease_ttl,
             busy_timeout=self.busy_timeout,
         )
+
+
+def _turn_error(session_id: str, exc: Exception) -> ErrorRaised:
+    """A failed turn as an event (the log records it too, as ``turn/end {error}``)."""
+    if isinstance(exc, StellateError):
+        return ErrorRaised(
+            session_id=session_id, source="turn", code=exc.code, message=exc.message, details=dict(exc.details)
+        )
+    return ErrorRaised(session_id=session_id, source="turn", code="unexpected_error", message=type(exc).__name__)
 
 
 def _overlay(base: SessionConfig, over: SessionConfig | None, system_prompt: str | None) -> SessionConfig:

@@ -17,14 +17,13 @@ from typing import Any
 
 from stellate.agent import Agent
 from stellate.engine.events import (
-    ErrorRaised,
     ToolCallFinished,
     ToolCallStarted,
     TurnEvent,
     TurnFinished,
     TurnResult,
 )
-from stellate.errors import ConflictError, StellateError
+from stellate.errors import ConflictError
 
 __all__ = ["LiveTurn", "TurnManager", "event_data"]
 
@@ -62,9 +61,8 @@ class LiveTurn:
         except asyncio.CancelledError:
             self.error = asyncio.CancelledError()
             raise
-        except Exception as exc:  # handed to the watchers, which report it as a problem
+        except Exception as exc:  # handed to the watchers, which report it as a problem (the agent publishes it)
             self.error = exc
-            await agent.events.publish(_error_event(self.session_id, exc))
         finally:
             async with self._changed:
                 self._ended = True
@@ -115,14 +113,6 @@ class LiveTurn:
             raise self.error
         assert self.result is not None
         return self.result
-
-
-def _error_event(session_id: str, exc: Exception) -> ErrorRaised:
-    """A failed turn as an event of the space's stream (the log records it too, as ``turn/end {error}``)."""
-    code = exc.code if isinstance(exc, StellateError) else "unexpected_error"
-    details = exc.details if isinstance(exc, StellateError) else {}
-    message = exc.message if isinstance(exc, StellateError) else type(exc).__name__
-    return ErrorRaised(session_id=session_id, source="turn", code=code, message=message, details=dict(details))
 
 
 class TurnManager:
