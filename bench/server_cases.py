@@ -72,22 +72,27 @@ def served(directory: str, latency_ms: float) -> Iterator[str]:
     child.start()
     url = f"http://127.0.0.1:{port}/v1"
     try:
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline or not child.is_alive():
-                raise RuntimeError("the benchmark server did not start")
-            time.sleep(0.05)
+        wait_until_healthy(url, child)
         yield url
     finally:
         child.terminate()  # SIGTERM: uvicorn's graceful shutdown
         child.join(30)
         if child.is_alive():
             child.kill()
+
+
+def wait_until_healthy(url: str, child: Any) -> None:
+    """Return once the server at ``url`` answers its health check; raise if its process dies or a minute passes."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        if time.monotonic() > deadline or not child.is_alive():
+            raise RuntimeError("the benchmark server did not start")
+        time.sleep(0.05)
 
 
 @asynccontextmanager

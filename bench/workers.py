@@ -19,12 +19,11 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import httpx
 
 from bench.common import median, ms
-from bench.server_cases import REPLY, USER, _free_port, quantile
+from bench.server_cases import REPLY, USER, _free_port, quantile, wait_until_healthy
 
 PG_URL = os.environ.get("STELLATE_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/test")
 LATENCY_MS = 50
@@ -76,7 +75,7 @@ def workers(count: int) -> Iterator[list[str]]:
             child = spawn.Process(target=_serve, args=(schema, port), daemon=True)
             child.start()
             children.append(child)
-            _until_healthy(f"http://127.0.0.1:{port}/v1", child)
+            wait_until_healthy(f"http://127.0.0.1:{port}/v1", child)
         yield [f"http://127.0.0.1:{port}/v1" for port in ports]
     finally:
         for child in children:
@@ -86,19 +85,6 @@ def workers(count: int) -> Iterator[list[str]]:
                 child.kill()
         with psycopg.connect(PG_URL, autocommit=True) as conn:
             conn.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(schema)))
-
-
-def _until_healthy(url: str, child: Any) -> None:
-    deadline = time.monotonic() + 60
-    while True:
-        try:
-            if httpx.get(f"{url}/health", timeout=1).status_code == 200:
-                return
-        except httpx.TransportError:
-            pass
-        if time.monotonic() > deadline or not child.is_alive():
-            raise RuntimeError("a benchmark worker did not start")
-        time.sleep(0.05)
 
 
 async def _turn(http: httpx.AsyncClient, url: str, sid: str) -> float:
