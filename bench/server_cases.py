@@ -31,6 +31,11 @@ def _serve(db: str, port: int, latency_ms: float) -> None:
 
 
 async def _serve_async(db: str, port: int, latency_ms: float) -> None:
+    await serve_agent(f"sqlite:///{db}", port, latency_ms)
+
+
+async def serve_agent(store: Any, port: int, latency_ms: float, **agent_options: Any) -> None:
+    """Serve an agent on ``store`` (a store or its URL) whose model answers after ``latency_ms``, until stopped."""
     import uvicorn
 
     from stellate import Agent
@@ -42,7 +47,7 @@ async def _serve_async(db: str, port: int, latency_ms: float) -> None:
         await asyncio.sleep(latency_ms / 1000)
         return REPLY
 
-    async with Agent(f"sqlite:///{db}", llm=FunctionLLM(model)) as agent:
+    async with Agent(store, llm=FunctionLLM(model), **agent_options) as agent:
         # Connections may idle longer than uvicorn's 5 s default between phases under load; keep them.
         config = uvicorn.Config(
             create_app(agent),

@@ -23,16 +23,8 @@ import uvicorn
 from stellate import Agent, ForkOptions
 from stellate.llm.scripted import ScriptedLLM
 from stellate.server import create_app
+from stellate.testing.browser import CHROMIUM, CHROMIUM_FLAGS
 
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 MEASURE = """async () => {
   const map = window.stellate.map;
   const paints = [];
@@ -131,7 +123,7 @@ def main() -> None:
     print("| sessions | usable map (ms) | layout (ms) | full repaint (ms) | hit test (ms) |")
     print("|---:|---:|---:|---:|---:|")
     with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=FLAGS)
+        browser = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_FLAGS))
         for size in (int(s) for s in args.sizes.split(",")):
             with Served(size) as served:
                 runs = [measure(browser, served.url, size) for _ in range(args.reps)]

@@ -23,7 +23,7 @@ from contextlib import contextmanager
 import httpx
 
 from bench.common import median, ms
-from bench.server_cases import REPLY, USER, _free_port, quantile, wait_until_healthy
+from bench.server_cases import USER, _free_port, quantile, serve_agent, wait_until_healthy
 
 PG_URL = os.environ.get("STELLATE_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/test")
 LATENCY_MS = 50
@@ -34,30 +34,13 @@ def _serve(schema: str, port: int) -> None:
 
 
 async def _serve_async(schema: str, port: int) -> None:
-    import uvicorn
-
-    from stellate import Agent
-    from stellate.llm.scripted import FunctionLLM
-    from stellate.llm.types import LLMRequest
-    from stellate.server import create_app
     from stellate.store.postgres import PostgresStore
 
-    async def model(request: LLMRequest) -> str:
-        await asyncio.sleep(LATENCY_MS / 1000)
-        return REPLY
-
     store = await PostgresStore.open(PG_URL, schema=schema, max_size=20)
-    async with Agent(store, llm=FunctionLLM(model), busy_timeout=120) as agent:
-        config = uvicorn.Config(
-            create_app(agent),
-            host="127.0.0.1",
-            port=port,
-            log_level="warning",
-            access_log=False,
-            timeout_keep_alive=300,
-        )
-        await uvicorn.Server(config).serve()
-    await store.close()
+    try:
+        await serve_agent(store, port, LATENCY_MS, busy_timeout=120)
+    finally:
+        await store.close()
 
 
 @contextmanager

@@ -20,17 +20,10 @@ from typing import Any
 import httpx
 from playwright.sync_api import sync_playwright
 
+from stellate.testing.browser import CHROMIUM, CHROMIUM_FLAGS
+
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "images"
-FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 
 
 def free_port() -> int:
@@ -102,7 +95,7 @@ def main() -> None:
             berlin = {"label": "Budget: Berlin", "context": "inherit"}
             ids["Budget: Berlin"] = httpx.post(f"{url}/v1/sessions/{ids['Budget']}/forks", json=berlin).json()["id"]
             with sync_playwright() as playwright:
-                browser = playwright.chromium.launch(executable_path="/usr/bin/chromium", args=FLAGS)
+                browser = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_FLAGS))
                 for lang in ("en", "zh"):
                     for theme in ("light", "dark"):
                         context = browser.new_context(viewport={"width": 1280, "height": 760})

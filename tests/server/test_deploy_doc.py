@@ -26,7 +26,9 @@ def free_port() -> int:
 def tried_script() -> str:
     text = DOC.read_text()
     section = text.split("## Try it on one machine", 1)[1]
-    return re.search(r"```bash\n(.*?)```", section, re.S).group(1)  # type: ignore[union-attr]
+    found = re.search(r"```bash\n(.*?)```", section, re.S)
+    assert found is not None, "the section has its bash block"
+    return found.group(1)
 
 
 def test_two_workers_as_the_deploy_doc_shows(pg_url: str, pg_schema: str, tmp_path: Path) -> None:

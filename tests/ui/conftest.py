@@ -8,16 +8,16 @@ they fail.
 from __future__ import annotations
 
 import os
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
-from ui_support import CHROMIUM_FLAGS, ServerThread
+from ui_support import ServerThread
+
+from stellate.testing.browser import CHROMIUM, CHROMIUM_FLAGS
 
 IN_CI = os.environ.get("CI", "").lower() == "true"
-CHROMIUM = os.environ.get("STELLATE_CHROMIUM") or shutil.which("chromium") or "/usr/bin/chromium"
 
 
 def _unavailable(reason: str) -> None:
@@ -37,7 +37,7 @@ def browser() -> Iterator[Any]:
     if not Path(CHROMIUM).exists():
         _unavailable(f"chromium is not installed at {CHROMIUM}; apt-get install -y chromium")
     with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_FLAGS)
+        launched = playwright.chromium.launch(executable_path=CHROMIUM, args=list(CHROMIUM_FLAGS))
         yield launched
         launched.close()
 

@@ -27,15 +27,6 @@ from stellate.server.keys import KeyRing
 from stellate.store.sqlite import SqliteStore
 
 T = TypeVar("T")
-CHROMIUM_FLAGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-]
 STREAMED = (
     "The sum is five. Here is a longer explanation, streamed word by word so that a person watching the page "
     "sees the answer grow while the model is still writing it, before the turn has ended."

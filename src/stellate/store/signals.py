@@ -136,11 +136,6 @@ class LocalSignals:
         """Stop delivering to ``subscription``."""
         self._subscriptions.discard(subscription)
 
-    @property
-    def channels(self) -> frozenset[str]:
-        """Every channel some subscriber listens to."""
-        return frozenset(c for s in self._subscriptions for c in s.channels)
-
     async def close(self) -> None:
         """Drop every subscriber."""
         self._subscriptions.clear()
