@@ -382,3 +382,18 @@ async def test_child_opened_from_its_source_in_memory_equals_a_cold_open(store: 
     assert warm.context() == cold.context()
     assert await warm.messages() == await cold.messages()
     assert (warm.history.cursor, warm.history.slots) == (cold.history.cursor, cold.history.slots)
+
+
+async def test_a_turn_gives_back_the_lease_it_took_and_keeps_one_held_around_it(store: BaseStore) -> None:
+    session = await Session.create(store, runtime(ScriptedLLM(["one", "two", "three"])), label="held")
+    await session.send("alone")  # the turn took the lease: its closing write gave it back
+    assert session.lease is None and (await store.get_session(session.id)).lease is None
+    async with session.hold():
+        held = session.lease
+        assert held is not None
+        await session.send("first")  # a lease held around the turns outlives each of them
+        await session.send("second")
+        assert session.lease == held
+        assert (await store.get_session(session.id)).lease == held
+    assert session.lease is None and (await store.get_session(session.id)).lease is None
+    assert (await store.get_session(session.id)).turn_count == 3

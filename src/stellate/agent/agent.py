@@ -444,7 +444,8 @@ class Agent:
         try:
             async with self._locks.hold(session_id):
                 session = await self._session(session_id, fresh=False)
-                async with session.hold(wait=self.busy_timeout if busy_timeout is None else busy_timeout):
+                wait = self.busy_timeout if busy_timeout is None else busy_timeout
+                async with session.hold(wait=wait, until_turn_end=True):
                     tools = await self._tools_for(session)
                     runner = TurnRunner(session, tools, agent=self, max_rounds=self.max_rounds)
                     async for event in runner.run(content, output=output):

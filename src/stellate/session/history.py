@@ -250,13 +250,13 @@ async def load_history(
     """
     end = stop if stop is not None else record.next_seq
     # A chain from seq 0 needs at least one segment, and none is shorter than SEGMENT_EVENTS: no query below.
-    stored = await store.read_fold_segments(record.id) if end >= SEGMENT_EVENTS else []
+    stored = await store.read_fold_segments(record.id, stop=end) if end >= SEGMENT_EVENTS else []
     chain = _usable_chain(stored, record.id, end)
     if chain:
         history = History.from_segments(chain, inherited=record.inherited, weigh=weigh, weigh_key=weigh_key)
     else:
         history = History(inherited=record.inherited, weigh=weigh, weigh_key=weigh_key)
-    history.absorb(await store.read_events(record.id, start=history.segment_end, stop=stop))
+    history.absorb(await store.read_events(record.id, start=history.segment_end, stop=end))
     return history
 
 

@@ -29,6 +29,8 @@ class LeaseHolder:
         self._runtime = runtime
         self.current: Lease | None = None
         """The lease while held (renewed in place by the heartbeat), else None."""
+        self.ends_with_turn = False
+        """Whether the closing write of the next turn gives the lease back (set by whoever took it)."""
         self._unreleased: Lease | None = None
         self._heartbeat: asyncio.Task[None] | None = None
         self._log_extra = {"session_id": session_id}
@@ -50,12 +52,17 @@ class LeaseHolder:
 
     async def give_back(self) -> None:
         """Stop renewing and release the lease (kept for reuse when the store refuses the release)."""
+        held = self.current
+        self.released()
+        if held is not None:
+            await asyncio.shield(self._release(held))
+
+    def released(self) -> None:
+        """Forget the lease: a write released it in the store (``release_lease``), or `give_back` does now."""
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             self._heartbeat = None
-        held, self.current = self.current, None
-        if held is not None:
-            await asyncio.shield(self._release(held))
+        self.current, self.ends_with_turn = None, False
 
     async def _keep(self, token: str) -> None:
         ttl = self._runtime.lease_ttl

@@ -149,7 +149,7 @@ class Session:
         return self._lease.current
 
     @contextlib.asynccontextmanager
-    async def hold(self, *, wait: float | None = None) -> AsyncIterator[Session]:
+    async def hold(self, *, wait: float | None = None, until_turn_end: bool = False) -> AsyncIterator[Session]:
         """Be the session's only writer until the block ends, whatever other processes share the store.
 
         Takes the session's lease in the store (waiting up to ``wait`` seconds, the runtime's
@@ -158,6 +158,11 @@ class Session:
         writer left open (its lease lapsed) is repaired. Re-entering while held does nothing more. A turn
         takes the lease itself; hold it around several operations to take it once.
 
+        Args:
+            wait: Seconds to wait for another writer; the runtime's ``busy_timeout`` when None.
+            until_turn_end: The block ends with the next turn: that turn's closing write gives the lease back
+                in its own transaction (one write fewer), and nothing is written in the block after it.
+
         Raises:
             SessionBusyError: another writer still holds the session after ``wait`` seconds.
         """
@@ -165,6 +170,7 @@ class Session:
             yield self
             return
         record = await self._lease.take(self.runtime.busy_timeout if wait is None else wait)
+        self._lease.ends_with_turn = until_turn_end
         try:
             await self._catch_up(record)
             yield self
@@ -429,26 +435,38 @@ class Session:
         self.history.absorb(numbered)
         self._pending.extend(events)
 
-    async def _flush(self) -> None:
-        """Commit staged events in order; on a conflict with another writer, rebase them once and retry."""
+    async def _flush(self, *, closing_turn: bool = False) -> None:
+        """Commit staged events in order; on a conflict with another writer, rebase them once and retry.
+
+        ``closing_turn``: the batch closes a turn; when the lease was taken for that turn alone, the same
+        transaction gives it back.
+        """
         async with self._flush_lock:
             if not self._pending:
                 return
             batch, self._pending = self._pending, []
-            first = self.history.next_seq - len(batch)
+            release = closing_turn and self._lease.ends_with_turn
             try:
-                await self.store.append(self.id, batch, expected_seq=first, lease=self._lease.current)
+                await self._append(batch, release)
             except ConflictError as exc:
                 if exc.code != "seq_conflict":  # busy, lease lost, file locked: retrying here would only wait again
                     await self._reload()
                     raise
-                await self._rebase(batch)
+                await self._rebase(batch, release)
             except BaseException:
                 await self._reload()
                 raise
+            if release:
+                self._lease.released()
             await store_new_segments(self.store, self.id, self.history)
 
-    async def _rebase(self, batch: list[NewEvent]) -> None:
+    async def _append(self, batch: list[NewEvent], release: bool) -> None:
+        """Append ``batch``, the last staged events, under this session's lease."""
+        first = self.history.next_seq - len(batch)
+        lease = self._lease.current
+        await self.store.append(self.id, batch, expected_seq=first, lease=lease, release_lease=release and bool(lease))
+
+    async def _rebase(self, batch: list[NewEvent], release: bool) -> None:
         """Replay a refused batch after events another writer added.
 
         Only free-standing slot events can land inside a turn this session holds, so the batch still fits.
@@ -457,9 +475,7 @@ class Session:
         self._stage(batch)
         self._pending = []
         try:
-            await self.store.append(
-                self.id, batch, expected_seq=self.history.next_seq - len(batch), lease=self._lease.current
-            )
+            await self._append(batch, release)
         except BaseException:
             await self._reload()
             raise

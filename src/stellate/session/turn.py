@@ -61,7 +61,8 @@ class Turn:
         session = self._session
         session._check_writable()
         self._check_fits()
-        await self._lease.enter_async_context(session.hold())  # the session's only writer from here on
+        # The session's only writer from here on; a lease taken for this turn alone goes back with its last write.
+        await self._lease.enter_async_context(session.hold(until_turn_end=True))
         try:
             session._check_writable()
             if session.history.cursor.turn_open:
@@ -126,12 +127,12 @@ class Turn:
         try:
             # On any failure `_flush` leaves the session equal to the store. A store that was busy or gone
             # may still show this turn open: the next turn, taking the lease, repairs it (see `Session.hold`).
-            await session._flush()
+            await session._flush(closing_turn=True)
         except FormatError as refusal:
             # Something unstorable slipped past the checks and the store refused the whole batch. Close what
             # the store holds, with the refusal as the turn's error.
             session._stage(self._closers("error", refusal))
-            await session._flush()
+            await session._flush(closing_turn=True)
             raise
 
     def _closers(self, reason: TurnEndReason, error: BaseException | None) -> list[NewEvent]:

@@ -21,6 +21,8 @@ class Fence:
 
     token: str | None
     now: int
+    release: bool = False
+    """Give the lease back once the batch is written, in the same transaction (needs ``token``)."""
 
 
 def busy_error(session_id: str, lease: Lease | None, now: int, *, lost: bool = False) -> SessionBusyError:
@@ -99,4 +101,5 @@ def plan_append(
         cursor = advance(cursor, event)
         events.append(event)
     slots = fold_slots(record.slots, events)
-    return PlannedAppend(events, texts, replace(record, cursor=cursor, slots=slots))
+    lease = None if fence is not None and fence.release else record.lease
+    return PlannedAppend(events, texts, replace(record, cursor=cursor, slots=slots, lease=lease))

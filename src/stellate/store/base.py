@@ -345,6 +345,7 @@ class BaseStore(abc.ABC):
         *,
         expected_seq: int | None = None,
         lease: Lease | None = None,
+        release_lease: bool = False,
     ) -> list[Event]:
         """Append a batch atomically and return it with seqs.
 
@@ -354,6 +355,8 @@ class BaseStore(abc.ABC):
             expected_seq: The log's next seq as the writer saw it; a mismatch refuses the batch.
             lease: The lease the writer holds; without one, a session another writer holds accepts only
                 free-standing slot events (memory, insight, label, system prompt).
+            release_lease: Give ``lease`` back in the same transaction as the batch (a writer's last write
+                saves a separate `release_lease`); a refused batch releases nothing.
 
         Raises:
             NotFoundError: unknown session.
@@ -361,8 +364,11 @@ class BaseStore(abc.ABC):
                 (``lease_lost``).
             ConflictError: ``expected_seq`` is stale (code ``seq_conflict``).
             FormatError, InvariantError: an event is bad; nothing is written.
+            UsageError: ``release_lease`` without a ``lease``.
         """
-        fence = Fence(lease.token if lease is not None else None, self.clock())
+        if release_lease and lease is None:
+            raise UsageError("release_lease needs the lease to release")
+        fence = Fence(lease.token if lease is not None else None, self.clock(), release_lease)
         written = await self._append_planned(session_id, events, expected_seq, fence)
         self._signal_locally(session_id, written)
         return written
@@ -573,8 +579,8 @@ class BaseStore(abc.ABC):
 
     # -- derived fold segments (stellate.store.segments) -----------------------------------------
 
-    async def read_fold_segments(self, session_id: SessionId) -> list[StoredSegment]:
-        """The stored fold segments a cold open of ``session_id`` may use.
+    async def read_fold_segments(self, session_id: SessionId, *, stop: int | None = None) -> list[StoredSegment]:
+        """The stored fold segments a cold open of ``session_id`` may use (those ending at or before ``stop``).
 
         Its own, and those of its fork sources that end within the prefix it inherits.
 
@@ -582,8 +588,8 @@ class BaseStore(abc.ABC):
             NotFoundError: unknown session.
         """
         out: list[StoredSegment] = []
-        for sid, _, hi in await self._segments(session_id, 0, None):
-            out.extend(await self._read_segment_rows(sid, None if sid == session_id else hi))
+        for sid, _, hi in await self._segments(session_id, 0, stop):
+            out.extend(await self._read_segment_rows(sid, stop if sid == session_id else hi))
         return out
 
     async def write_fold_segments(self, segments: Sequence[StoredSegment]) -> None:

@@ -339,6 +339,8 @@ class PostgresStore(BaseStore):
                 raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
             planned = plan_append(record_from_row(row), events, expected_seq, fence)
             await conn.execute(_APPEND, self._append_params(session_id, planned))
+            if fence.release:
+                await conn.execute(_LEASE["release"], (session_id, fence.token))
             return planned.events
 
     async def _append_batches(

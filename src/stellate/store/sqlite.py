@@ -1,9 +1,16 @@
-"""SQLite store, the default: one file, WAL, a busy timeout, one writer thread per process.
+"""SQLite store, the default: one file, WAL, a busy timeout, one store thread per process.
 
-Every call runs on one dedicated thread that owns the connection, so a process never has two writers
-and the event loop never blocks on disk. Across processes, ``BEGIN IMMEDIATE`` takes SQLite's write
-lock before the record is read, so two processes appending to one session serialize instead of
-interleaving; the expected-seq check catches a caller working from a stale head.
+A call that may wait runs on one dedicated thread with its own connection, so the event loop never waits for
+another process's lock, an fsync or a large read. A short call (an append, a lease or claim, one session's
+record) runs on the loop's own connection instead when SQLite can serve it at once: that connection never
+waits (``busy_timeout = 0``), so when another connection holds the write lock the call is rolled back
+untouched and goes to the thread, which waits its turn. A hand-off to a thread costs about as much as the SQL of
+a whole turn, which is why the short path exists; with ``synchronous=FULL`` every commit waits for the disk,
+so writes always go through the thread there.
+
+Across processes, ``BEGIN IMMEDIATE`` takes SQLite's write lock before the record is read, so two processes
+appending to one session serialize instead of interleaving; the expected-seq check catches a caller working
+from a stale head.
 """
 
 from __future__ import annotations
@@ -49,6 +56,12 @@ Synchronous: TypeAlias = Literal["NORMAL", "FULL"]
 """SQLite's ``synchronous`` setting in WAL mode: what a committed write survives (docs/store.md)."""
 
 _MAX_SEQ = 1 << 62
+_SHORT_BATCH = 64
+"""Appends and reads of up to this many events may run on the loop's connection; larger ones use the thread."""
+_SHORT_READ = 256
+_SHORT_SEGMENT_SPAN = 2048
+"""Segments of a log of up to this many events (a few rows) may be read on the loop's connection."""
+"""A read of a seq range no wider than this may run on the loop's connection (a cold open's tail, a catch-up)."""
 
 #: Append-only: never edit a released entry, add a new one.
 MIGRATIONS: tuple[str, ...] = (
@@ -142,6 +155,9 @@ class SqliteStore(BaseStore):
         self._busy_timeout_ms = busy_timeout_ms
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stellate-sqlite")
         self._conn: sqlite3.Connection | None = None
+        self._loop_conn: sqlite3.Connection | None = None
+        self._closed = False
+        """The event loop's connection for short calls (None for ``:memory:``, a database of its own per connection)."""
 
     @classmethod
     async def open(
@@ -166,12 +182,30 @@ class SqliteStore(BaseStore):
             Path(path).parent.mkdir(parents=True, exist_ok=True)
         store = cls(path, busy_timeout_ms=busy_timeout_ms, synchronous=synchronous)
         try:
-            await store._run(store._connect)
-            await store._run(store._setup, migrate)
+            if not store._open_current():
+                await store._run(store._setup, migrate)
+                if path != ":memory:" and store._loop_conn is None:
+                    store._loop_conn = store._open_connection(busy_timeout_ms=0)
         except BaseException:
             await store.close()
             raise
         return store
+
+    def _open_current(self) -> bool:
+        """Open the loop's connection and tell whether the schema is current, without waiting for any lock.
+
+        The common open (every CLI run, every worker) ends here: one connection, no thread started. A new or
+        outdated file, or a lock held elsewhere, leaves the work to the store thread, which may wait.
+        """
+        if self.path == ":memory:":
+            return False
+        try:
+            self._loop_conn = self._open_connection(busy_timeout_ms=0)
+            return self._read_version(self._loop_conn) == len(MIGRATIONS)
+        except ConflictError as exc:
+            if exc.code != "store_locked":
+                raise
+            return False
 
     async def schema_version(self) -> int:
         """Version of the schema in the file (the number of migrations applied)."""
@@ -180,42 +214,59 @@ class SqliteStore(BaseStore):
     # -- thread side -----------------------------------------------------------------------------
 
     async def _run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(connection, *args)`` on the store thread."""
         loop = asyncio.get_running_loop()
         try:
-            future = loop.run_in_executor(self._executor, fn, *args)
+            future = loop.run_in_executor(self._executor, self._on_thread, fn, *args)
         except RuntimeError as exc:  # the thread is gone: the store was closed
-            raise StoreError(
-                "the store is closed; open it with `await SqliteStore.open(url)`", code="store_closed"
-            ) from exc
+            raise _closed() from exc
         return await future
 
-    def _connect(self) -> None:
+    def _on_thread(self, fn: Callable[..., T], *args: Any) -> T:
+        if self._conn is None:  # connected on first use: many processes never need the thread
+            if self._closed:
+                raise _closed()
+            self._conn = self._open_connection(busy_timeout_ms=self._busy_timeout_ms)
+        return fn(self._conn, *args)
+
+    async def _run_short(self, fn: Callable[..., T], *args: Any, writes: bool = True) -> T:
+        """Run ``fn(connection, *args)`` on the loop's connection if SQLite serves it at once, else on the thread.
+
+        A call refused for a lock held elsewhere was rolled back whole, so running it again on the thread (which
+        waits up to the busy timeout) is safe.
+        """
+        conn = self._loop_conn
+        if conn is None or (writes and self.synchronous == "FULL"):
+            return await self._run(fn, *args)
+        try:
+            return fn(conn, *args)
+        except ConflictError as exc:
+            if exc.code != "store_locked":
+                raise
+        return await self._run(fn, *args)
+
+    def _open_connection(self, *, busy_timeout_ms: int) -> sqlite3.Connection:
         try:
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout_ms)}")
+            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute(f"PRAGMA synchronous = {self.synchronous}")
             conn.execute("PRAGMA foreign_keys = ON")
         except sqlite3.Error as exc:
             raise _translate(exc, f"cannot open SQLite store {self.path!r}") from exc
-        self._conn = conn
+        return conn
 
-    @property
-    def _db(self) -> sqlite3.Connection:
-        if self._conn is None:
-            raise StoreError("the store is closed; open it with `await SqliteStore.open(url)`", code="store_closed")
-        return self._conn
-
-    def _read_version(self) -> int:
-        self._db.execute("CREATE TABLE IF NOT EXISTS stellate_schema (version INTEGER NOT NULL)")
-        row = self._db.execute("SELECT MAX(version) FROM stellate_schema").fetchone()
+    @staticmethod
+    def _read_version(db: sqlite3.Connection) -> int:
+        db.execute("CREATE TABLE IF NOT EXISTS stellate_schema (version INTEGER NOT NULL)")
+        row = db.execute("SELECT MAX(version) FROM stellate_schema").fetchone()
         return int(row[0] or 0)
 
-    def _setup(self, migrate: bool) -> None:
-        if self._read_version() == len(MIGRATIONS):
+    def _setup(self, db: sqlite3.Connection, migrate: bool) -> None:
+        if self._read_version(db) == len(MIGRATIONS):
             return  # the common case: opening costs no write lock (every CLI run and worker opens cold)
-        with self._write():
-            version = self._read_version()
+        with _WriteTransaction(db):
+            version = self._read_version(db)
             if version > len(MIGRATIONS):
                 raise SchemaError(
                     f"{self.path} has schema {version}, newer than this stellate ({len(MIGRATIONS)}); upgrade stellate",
@@ -225,76 +276,90 @@ class SqliteStore(BaseStore):
                 raise StoreError(f"{self.path} needs migrating; run `stellate db migrate`", code="schema_behind")
             for number, script in enumerate(MIGRATIONS[version:], start=version + 1):
                 for statement in filter(str.strip, script.split(";")):
-                    self._db.execute(statement)
-                self._db.execute("INSERT INTO stellate_schema (version) VALUES (?)", (number,))
+                    db.execute(statement)
+                db.execute("INSERT INTO stellate_schema (version) VALUES (?)", (number,))
 
-    def _write(self) -> _WriteTransaction:
-        return _WriteTransaction(self._db)
-
-    def _insert_sync(self, record: SessionRecord, planned: PlannedAppend | None) -> None:
-        with self._write():
-            if self._db.execute("SELECT 1 FROM sessions WHERE id = ?", (record.id,)).fetchone():
+    def _insert_sync(self, db: sqlite3.Connection, record: SessionRecord, planned: PlannedAppend | None) -> None:
+        with _WriteTransaction(db):
+            if db.execute("SELECT 1 FROM sessions WHERE id = ?", (record.id,)).fetchone():
                 raise ConflictError(f"a session {record.id!r} already exists", code="session_exists")
-            self._db.execute(_INSERT_RECORD, (*record_row(record), self.space))
+            db.execute(_INSERT_RECORD, (*record_row(record), self.space))
             if planned is not None:
-                self._db.executemany(_INSERT_EVENTS, event_rows(record.id, planned))
+                db.executemany(_INSERT_EVENTS, event_rows(record.id, planned))
 
     def _append_sync(
-        self, session_id: SessionId, events: Sequence[NewEvent], expected: int | None, fence: Fence
+        self,
+        db: sqlite3.Connection,
+        session_id: SessionId,
+        events: Sequence[NewEvent],
+        expected: int | None,
+        fence: Fence,
     ) -> list[Event]:
-        with self._write():
-            row = self._db.execute(f"{_SELECT_RECORD} {_IN_SPACE}", (session_id, self.space)).fetchone()
-            if row is None:
-                raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
-            planned = plan_append(record_from_row(row), events, expected, fence)
-            self._db.executemany(_INSERT_EVENTS, event_rows(session_id, planned))
-            self._db.execute(_UPDATE_STATE, (*state_update_row(planned.record), session_id))
-            return planned.events
+        with _WriteTransaction(db):
+            return self._append_one(db, session_id, events, expected, fence)
 
     def _append_batches_sync(
-        self, batches: Mapping[SessionId, Sequence[NewEvent]], fence: Fence
+        self, db: sqlite3.Connection, batches: Mapping[SessionId, Sequence[NewEvent]], fence: Fence
     ) -> dict[SessionId, list[Event]]:
-        out: dict[SessionId, list[Event]] = {}
-        with self._write():
-            for session_id, events in batches.items():
-                row = self._db.execute(f"{_SELECT_RECORD} {_IN_SPACE}", (session_id, self.space)).fetchone()
-                if row is None:
-                    raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
-                planned = plan_append(record_from_row(row), events, None, fence)
-                self._db.executemany(_INSERT_EVENTS, event_rows(session_id, planned))
-                self._db.execute(_UPDATE_STATE, (*state_update_row(planned.record), session_id))
-                out[session_id] = planned.events
-        return out
+        with _WriteTransaction(db):
+            return {sid: self._append_one(db, sid, events, None, fence) for sid, events in batches.items()}
 
-    def _take_lease_sync(self, session_id: SessionId, lease: Lease, now: int) -> SessionRecord | None:
+    def _append_one(
+        self,
+        db: sqlite3.Connection,
+        session_id: SessionId,
+        events: Sequence[NewEvent],
+        expected: int | None,
+        fence: Fence,
+    ) -> list[Event]:
+        row = db.execute(f"{_SELECT_RECORD} {_IN_SPACE}", (session_id, self.space)).fetchone()
+        if row is None:
+            raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
+        planned = plan_append(record_from_row(row), events, expected, fence)
+        db.executemany(_INSERT_EVENTS, event_rows(session_id, planned))
+        db.execute(_UPDATE_STATE, (*state_update_row(planned.record), session_id))
+        if fence.release:
+            db.execute(_LEASE["release"], (session_id, fence.token))
+        return planned.events
+
+    def _take_lease_sync(
+        self, db: sqlite3.Connection, session_id: SessionId, lease: Lease, now: int
+    ) -> SessionRecord | None:
         params = (lease.owner, lease.token, lease.acquired_at, lease.expires_at, session_id, now, self.space)
-        with self._write():
-            row = self._db.execute(_LEASE["take"], params).fetchone()
+        with _WriteTransaction(db):
+            row = db.execute(_LEASE["take"], params).fetchone()
         return record_from_row(row) if row is not None else None
 
-    def _update_lease_sync(self, statement: str, params: Sequence[Any]) -> bool:
-        with self._write():
-            return self._db.execute(_LEASE[statement], params).rowcount > 0
+    @staticmethod
+    def _update_sync(db: sqlite3.Connection, statement: str, params: Sequence[Any]) -> bool:
+        with _WriteTransaction(db):
+            return db.execute(statement, params).rowcount > 0
 
-    def _claim_sync(self, statement: str, params: Sequence[Any]) -> bool:
-        with self._write():
-            return self._db.execute(_CLAIM[statement], params).rowcount > 0
-
-    def _select(self, sql: str, params: Sequence[Any]) -> list[Any]:
+    @staticmethod
+    def _select(db: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[Any]:
         try:
-            return self._db.execute(sql, params).fetchall()
+            return db.execute(sql, params).fetchall()
         except sqlite3.Error as exc:
             raise _translate(exc, "read failed") from exc
+
+    @staticmethod
+    def _write_segments_sync(db: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
+        with _WriteTransaction(db):
+            db.executemany(_INSERT_SEGMENT, rows)
 
     # -- BaseStore primitives --------------------------------------------------------------------
 
     async def _insert_session(self, record: SessionRecord, planned: PlannedAppend | None) -> None:
-        await self._run(self._insert_sync, record, planned)
+        if planned is not None and len(planned.events) > _SHORT_BATCH:
+            await self._run(self._insert_sync, record, planned)
+        else:
+            await self._run_short(self._insert_sync, record, planned)
 
     async def _append_planned(
         self, session_id: SessionId, events: Sequence[NewEvent], expected_seq: int | None, fence: Fence
     ) -> list[Event]:
-        return await self._run(self._append_sync, session_id, events, expected_seq, fence)
+        run = self._run if len(events) > _SHORT_BATCH else self._run_short
+        return await run(self._append_sync, session_id, events, expected_seq, fence)
 
     async def _append_batches(
         self, batches: Mapping[SessionId, Sequence[NewEvent]], fence: Fence
@@ -302,20 +367,20 @@ class SqliteStore(BaseStore):
         return await self._run(self._append_batches_sync, batches, fence)
 
     async def _take_lease(self, session_id: SessionId, lease: Lease, now: int) -> SessionRecord | None:
-        return await self._run(self._take_lease_sync, session_id, lease, now)
+        return await self._run_short(self._take_lease_sync, session_id, lease, now)
 
     async def _renew_lease(self, session_id: SessionId, token: str, expires_at: int) -> bool:
-        return await self._run(self._update_lease_sync, "renew", (expires_at, session_id, token))
+        return await self._run_short(self._update_sync, _LEASE["renew"], (expires_at, session_id, token))
 
     async def _try_claim(self, claim: Claim, now: int) -> bool:
         params = (claim.key, claim.owner, claim.token, claim.expires_at, now)
-        return await self._run(self._claim_sync, "take", params)
+        return await self._run_short(self._update_sync, _CLAIM["take"], params)
 
     async def _release_claim(self, key: str, token: str) -> None:
-        await self._run(self._claim_sync, "release", (key, token))
+        await self._run_short(self._update_sync, _CLAIM["release"], (key, token))
 
     async def _release_lease(self, session_id: SessionId, token: str) -> None:
-        await self._run(self._update_lease_sync, "release", (session_id, token))
+        await self._run_short(self._update_sync, _LEASE["release"], (session_id, token))
 
     async def _read_own(
         self,
@@ -327,11 +392,16 @@ class SqliteStore(BaseStore):
         limit: int | None,
     ) -> list[Event]:
         sql = select_events_sql(placeholder="?", types=types, reverse=reverse, limit=limit)
-        rows = await self._run(self._select, sql, (session_id, start, stop, *(types or ())))
+        params = (session_id, start, stop, *(types or ()))
+        short = stop - start <= _SHORT_READ or (limit is not None and limit <= _SHORT_BATCH)
+        rows = await (
+            self._run_short(self._select, sql, params, writes=False) if short else self._run(self._select, sql, params)
+        )
         return [event_from_row(r) for r in rows]
 
     async def _get_record(self, session_id: SessionId) -> SessionRecord | None:
-        rows = await self._run(self._select, f"{_SELECT_RECORD} {_IN_SPACE}", (session_id, self.space))
+        sql, params = f"{_SELECT_RECORD} {_IN_SPACE}", (session_id, self.space)
+        rows = await self._run_short(self._select, sql, params, writes=False)
         return record_from_row(rows[0]) if rows else None
 
     async def list_sessions(self, *, parent_id: SessionId | None = None, roots: bool = False) -> list[SessionRecord]:
@@ -347,19 +417,23 @@ class SqliteStore(BaseStore):
         ]
 
     async def _read_segment_rows(self, session_id: SessionId, max_end: int | None) -> list[StoredSegment]:
-        rows = await self._run(self._select, _SELECT_SEGMENTS, (session_id, _MAX_SEQ if max_end is None else max_end))
+        params = (session_id, _MAX_SEQ if max_end is None else max_end)
+        if max_end is not None and max_end <= _SHORT_SEGMENT_SPAN:
+            rows = await self._run_short(self._select, _SELECT_SEGMENTS, params, writes=False)
+        else:
+            rows = await self._run(self._select, _SELECT_SEGMENTS, params)
         return [StoredSegment(session_id=SessionId(r[0]), start=r[1], end=r[2], data=r[3]) for r in rows]
 
     async def _write_segment_rows(self, segments: Sequence[StoredSegment]) -> None:
         rows = [(s.session_id, s.start, s.end, s.data) for s in segments]
         await self._run(self._write_segments_sync, rows)
 
-    def _write_segments_sync(self, rows: list[tuple[Any, ...]]) -> None:
-        with self._write():
-            self._db.executemany(_INSERT_SEGMENT, rows)
-
     async def close(self) -> None:
-        """Close the connection and stop the thread; safe to call twice."""
+        """Close the connections and stop the thread; safe to call twice."""
+        self._closed = True
+        if self._loop_conn is not None:
+            loop_conn, self._loop_conn = self._loop_conn, None
+            loop_conn.close()
         if self._conn is not None:
             conn, self._conn = self._conn, None
             await asyncio.get_running_loop().run_in_executor(self._executor, conn.close)
@@ -389,6 +463,10 @@ class _WriteTransaction:
         self._conn.execute("ROLLBACK")
         if isinstance(exc, sqlite3.Error):
             raise _translate(exc, "write failed") from exc
+
+
+def _closed() -> StoreError:
+    return StoreError("the store is closed; open it with `await SqliteStore.open(url)`", code="store_closed")
 
 
 def _translate(exc: sqlite3.Error, what: str) -> StoreError:

@@ -604,6 +604,37 @@ async def test_a_released_lease_cannot_write(store: BaseStore) -> None:
     assert info.value.code == "lease_lost"
 
 
+async def test_a_last_write_can_release_the_lease_in_its_own_transaction(store: BaseStore) -> None:
+    """``release_lease`` writes the batch and frees the session at once; the token is then spent."""
+    _Clock(store)
+    await _with_turns(store, "a", 1)
+    lease, _ = await store.acquire_lease(S("a"), owner="writer-1", ttl=5)
+    await store.append(S("a"), turn(2)[:2], lease=lease)
+    written = await store.append(S("a"), turn(2)[2:], lease=lease, release_lease=True)
+    record = await store.get_session(S("a"))
+    assert written[-1].type == "turn/end" and record.next_seq == 13 and record.lease is None
+    with pytest.raises(SessionBusyError) as info:
+        await store.append(S("a"), [make_event("memory/put", {"content": "m"})], lease=lease)
+    assert info.value.code == "lease_lost"
+    second, _ = await store.acquire_lease(S("a"), owner="writer-2", ttl=5)
+    assert (await store.get_session(S("a"))).lease == second
+
+
+async def test_a_refused_releasing_write_keeps_the_lease(store: BaseStore) -> None:
+    """A batch refused (stale head, bad event) releases nothing; a release needs a lease to name."""
+    _Clock(store)
+    await _with_turns(store, "a", 1)
+    lease, _ = await store.acquire_lease(S("a"), owner="writer-1", ttl=5)
+    with pytest.raises(ConflictError):
+        await store.append(S("a"), turn(2), expected_seq=3, lease=lease, release_lease=True)
+    with pytest.raises(InvariantError):
+        await store.append(S("a"), turn(2)[1:], lease=lease, release_lease=True)
+    assert (await store.get_session(S("a"))).lease == lease
+    with pytest.raises(UsageError):
+        await store.append(S("a"), turn(2), release_lease=True)
+    assert (await store.get_session(S("a"))).next_seq == 7
+
+
 async def test_a_waiting_writer_gets_the_lease_when_it_is_released(store: BaseStore) -> None:
     """With ``wait``, a second writer queues behind the holder instead of failing."""
     await _with_turns(store, "a", 1)

@@ -1,0 +1,75 @@
+"""The SQLite store's two connections: short calls on the event loop's, and the store thread's when SQLite
+cannot serve them at once (another connection holds the write lock) or they may take long."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from stellate.errors import StoreError
+from stellate.log.events import make_event
+from stellate.store.sqlite import SqliteStore
+
+
+async def _store_with_session(tmp_path: Path, **options: object) -> tuple[SqliteStore, str]:
+    store = await SqliteStore.open(f"sqlite:///{tmp_path / 'store.db'}", **options)  # type: ignore[arg-type]
+    record = await store.create_session(events=[make_event("session/created", {"label": "a"})])
+    return store, record.id
+
+
+@pytest.mark.parametrize("synchronous", ["NORMAL", "FULL"])
+async def test_a_write_waits_for_another_connections_lock_without_blocking_the_event_loop(
+    tmp_path: Path, synchronous: str
+) -> None:
+    store, session_id = await _store_with_session(tmp_path, synchronous=synchronous)
+    other = sqlite3.connect(tmp_path / "store.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")  # another process's write in progress
+    try:
+        loop = asyncio.get_running_loop()
+        append = asyncio.create_task(store.append(session_id, [make_event("label/set", {"label": "b"})]))
+        ticks = [loop.time()]
+        for _ in range(20):  # the loop keeps running while the append waits for the lock
+            await asyncio.sleep(0.01)
+            ticks.append(loop.time())
+        assert not append.done()
+        assert max(b - a for a, b in zip(ticks, ticks[1:], strict=False)) < 1.0  # generous: a blocked loop stalls 3 s+
+        # Reading needs no lock in WAL mode: the loop's connection serves it meanwhile.
+        assert (await store.get_session(session_id)).slots.label == "a"
+    finally:
+        other.execute("COMMIT")
+        other.close()
+    written = await asyncio.wait_for(append, timeout=10)
+    assert [e.type for e in written] == ["label/set"]
+    assert (await store.get_session(session_id)).slots.label == "b"
+    await store.close()
+
+
+async def test_a_write_still_locked_after_the_busy_timeout_fails_as_locked_and_writes_nothing(tmp_path: Path) -> None:
+    store, session_id = await _store_with_session(tmp_path, busy_timeout_ms=50)
+    other = sqlite3.connect(tmp_path / "store.db", isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        with pytest.raises(StoreError) as caught:
+            await store.append(session_id, [make_event("label/set", {"label": "b"})])
+    finally:
+        other.execute("COMMIT")
+        other.close()
+    assert caught.value.code == "store_locked"
+    assert (await store.get_session(session_id)).next_seq == 1
+    await store.close()
+
+
+async def test_every_call_after_close_says_the_store_is_closed(tmp_path: Path) -> None:
+    store, session_id = await _store_with_session(tmp_path)
+    await store.close()
+    for call in (
+        store.get_session(session_id),
+        store.read_events(session_id),
+        store.append(session_id, [make_event("label/set", {"label": "b"})]),
+    ):
+        with pytest.raises(StoreError) as caught:
+            await call
+        assert caught.value.code == "store_closed"
