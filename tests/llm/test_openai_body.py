@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import httpx
@@ -107,6 +108,30 @@ def test_each_message_is_encoded_once(monkeypatch: pytest.MonkeyPatch) -> None:
             llm.encode_body(LLMRequest(messages=session), stream=True)
             session += [AssistantMessage(content=str(turn)), UserMessage(content=str(turn))]
     assert len(encoded) == len(set(map(id, encoded))) == 10  # every message sent (all but each list's last 2)
+
+
+def test_a_session_rebuilding_its_system_messages_for_each_call_converts_only_new_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    requests: list[LLMRequest] = []
+    history: list[Message] = []
+    for turn in range(5):
+        history.append(UserMessage(content=str(turn)))
+        lead = [SystemMessage(content="prompt"), SystemMessage(content="identity")]  # new objects, same values
+        requests.append(LLMRequest(messages=[*lead, *history]))
+        history.append(AssistantMessage(content="ok"))
+    expected = [httpx_bytes(adapter().build_body(request, stream=True)) for request in requests]
+    converted: list[int] = []
+    convert_all = WireCache.convert_all
+
+    def counting(cache: WireCache[Any], messages: Sequence[Message], *, keep: Sequence[Message] | None = None) -> Any:
+        converted.append(len(messages))
+        return convert_all(cache, messages, keep=keep)
+
+    monkeypatch.setattr(WireCache, "convert_all", counting)
+    llm = adapter()
+    assert [llm.encode_body(request, stream=True) for request in requests] == expected
+    assert sum(converted) == 9  # each user and assistant message once: the previous array was reused
 
 
 def test_a_partial_conversion_keeps_the_whole_transcripts_entries_when_the_cache_is_cut() -> None:

@@ -8,9 +8,9 @@ index or carry arguments as an object. Everything here tolerates those shapes.
 from __future__ import annotations
 
 import json
-import operator
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from stellate.errors import ProviderError
@@ -76,13 +76,13 @@ class EncodedMessages:
 
     Each non-system message is encoded once per message object (a `WireCache` of bytes). On top of that, the
     array of the previous call is kept up to its last non-system message: a session's next call starts with
-    those same message objects, so an identity check over them replaces both the lookups and the joining. The
-    kept part stops before trailing system messages, since a system message added next would merge into them.
+    those same messages, so one list comparison replaces both the lookups and the joining. The kept part stops
+    before trailing system messages, since a system message added next would merge into them.
     """
 
     def __init__(self) -> None:
         self._fragments: WireCache[bytes] = WireCache(_encode_message)
-        self._prefix: Sequence[Message] = ()
+        self._prefix: list[Message] = []
         self._prefix_items: bytes = b""  # the prefix's wire messages, comma-separated, without brackets
 
     def encode(self, messages: Sequence[Message]) -> bytes:
@@ -93,19 +93,23 @@ class EncodedMessages:
             settled -= 1
         items = self._items(messages[start:settled], keep=messages)
         settled_items = b",".join([head, *items] if head else items)
-        self._prefix, self._prefix_items = messages[:settled], settled_items
+        self._prefix, self._prefix_items = list(messages[:settled]), settled_items
         trailing = self._items(messages[settled:], keep=messages)
         return b"[" + b",".join([settled_items, *trailing] if settled_items else trailing) + b"]"
 
     def _reusable_prefix(self, messages: Sequence[Message]) -> tuple[int, bytes]:
         prefix = self._prefix
-        # map(is_) runs in C: far cheaper than looking each message up in the fragment cache.
-        if prefix and len(messages) >= len(prefix) and all(map(operator.is_, prefix, messages)):
+        # List equality runs in C and takes identical objects as equal without calling __eq__: shared messages
+        # cost next to nothing, and the system messages a session rebuilds for each call (prompt, identity)
+        # compare by value. Equal messages have the same wire form, so their bytes can be reused.
+        if prefix and len(messages) >= len(prefix) and list(islice(messages, len(prefix))) == prefix:
             return len(prefix), self._prefix_items
         return 0, b""
 
     def _items(self, messages: Sequence[Message], *, keep: Sequence[Message]) -> list[bytes]:
         """Encoded wire messages of ``messages``, which must not follow a system message of the same array."""
+        if not messages:
+            return []
         others = [m for m in messages if not isinstance(m, SystemMessage)]
         converted = iter(self._fragments.convert_all(others, keep=keep))
         items: list[bytes] = []
