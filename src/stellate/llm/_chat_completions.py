@@ -10,10 +10,11 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import islice
 from typing import Any
 
 from stellate.errors import ProviderError
-from stellate.llm._wire import UNKNOWN_TOOL, WireCache, new_call_id, parse_tool_arguments
+from stellate.llm._wire import UNKNOWN_TOOL, WireCache, dump_json, new_call_id, parse_tool_arguments
 from stellate.llm.types import (
     LLMResponse,
     OutputSchema,
@@ -31,6 +32,7 @@ from stellate.log.messages import AssistantMessage, Message, SystemMessage, Tool
 
 __all__ = [
     "ChunkAssembler",
+    "EncodedMessages",
     "map_finish_reason",
     "message_to_wire",
     "parse_completion",
@@ -67,6 +69,66 @@ def to_wire_messages(
         else:
             wire.append({"role": "system", "content": message.content})
     return wire
+
+
+class EncodedMessages:
+    """The ``messages`` array of a body as JSON bytes: `dump_json` of `to_wire_messages`, from two caches.
+
+    Each non-system message is encoded once per message object (a `WireCache` of bytes). On top of that, the
+    array of the previous call is kept up to its last non-system message: a session's next call starts with
+    those same messages, so one list comparison replaces both the lookups and the joining. The kept part stops
+    before trailing system messages, since a system message added next would merge into them.
+    """
+
+    def __init__(self) -> None:
+        self._fragments: WireCache[bytes] = WireCache(_encode_message)
+        self._prefix: list[Message] = []
+        self._prefix_items: bytes = b""  # the prefix's wire messages, comma-separated, without brackets
+
+    def encode(self, messages: Sequence[Message]) -> bytes:
+        """The JSON array of ``messages`` in chat-completions form (consecutive system messages merged)."""
+        start, head = self._reusable_prefix(messages)
+        settled = len(messages)
+        while settled > start and isinstance(messages[settled - 1], SystemMessage):
+            settled -= 1
+        items = self._items(messages[start:settled], keep=messages)
+        settled_items = b",".join([head, *items] if head else items)
+        self._prefix, self._prefix_items = list(messages[:settled]), settled_items
+        trailing = self._items(messages[settled:], keep=messages)
+        return b"[" + b",".join([settled_items, *trailing] if settled_items else trailing) + b"]"
+
+    def _reusable_prefix(self, messages: Sequence[Message]) -> tuple[int, bytes]:
+        prefix = self._prefix
+        # List equality runs in C and takes identical objects as equal without calling __eq__: shared messages
+        # cost next to nothing, and the system messages a session rebuilds for each call (prompt, identity)
+        # compare by value. Equal messages have the same wire form, so their bytes can be reused.
+        if prefix and len(messages) >= len(prefix) and list(islice(messages, len(prefix))) == prefix:
+            return len(prefix), self._prefix_items
+        return 0, b""
+
+    def _items(self, messages: Sequence[Message], *, keep: Sequence[Message]) -> list[bytes]:
+        """Encoded wire messages of ``messages``, which must not follow a system message of the same array."""
+        if not messages:
+            return []
+        others = [m for m in messages if not isinstance(m, SystemMessage)]
+        converted = iter(self._fragments.convert_all(others, keep=keep))
+        items: list[bytes] = []
+        system: list[str] = []
+        for message in messages:
+            if isinstance(message, SystemMessage):
+                system.append(message.content)
+                continue
+            if system:
+                items.append(dump_json({"role": "system", "content": "\n\n".join(system)}))
+                system = []
+            items.append(next(converted))
+        if system:
+            items.append(dump_json({"role": "system", "content": "\n\n".join(system)}))
+        return items
+
+
+def _encode_message(message: Message) -> bytes:
+    return dump_json(message_to_wire(message))
 
 
 def message_to_wire(message: Message) -> dict[str, Any]:

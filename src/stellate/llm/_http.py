@@ -1,5 +1,8 @@
 """httpx plumbing shared by the HTTP adapters: one client per adapter, JSON POST, SSE reading, error mapping.
 
+Bodies arrive encoded (`stellate.llm._wire.dump_json`): an adapter reuses the encoded form of the transcript
+from call to call instead of handing httpx a dict to encode whole each time.
+
 Every httpx exception and every error status becomes an `AttemptFailed` here, so the retry loop sees one kind of
 failure and no transport exception ever reaches the caller. Importers guard the ``httpx`` import themselves, each
 with its own install hint.
@@ -53,7 +56,7 @@ class HTTPChannel:
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self._base_url = base_url.rstrip("/")
-        self._headers = dict(headers)
+        self._headers = {**headers, "Content-Type": "application/json"}
         self._timeout = timeout if isinstance(timeout, httpx.Timeout) else httpx.Timeout(timeout)
         self._client = client
         self._transport = transport
@@ -70,15 +73,15 @@ class HTTPChannel:
             await self._client.aclose()
             self._client = None
 
-    async def post_json(self, path: str, body: Mapping[str, Any]) -> dict[str, Any]:
-        """POST ``body`` and return the JSON object answered.
+    async def post_json(self, path: str, body: bytes) -> dict[str, Any]:
+        """POST ``body`` (encoded JSON) and return the JSON object answered.
 
         Raises:
             AttemptFailed: Transport failure, error status, or an answer that is not a JSON object.
         """
         with _translated_transport_errors():
             response = await self._http().post(
-                self._base_url + path, json=body, headers=self._headers, timeout=self._timeout
+                self._base_url + path, content=body, headers=self._headers, timeout=self._timeout
             )
         if response.status_code >= 400:
             raise failure_from_status(response.status_code, response.headers, response.text)
@@ -90,15 +93,15 @@ class HTTPChannel:
             raise AttemptFailed("provider answered with JSON that is not an object", retryable=False)
         return data
 
-    async def stream_sse(self, path: str, body: Mapping[str, Any]) -> AsyncGenerator[SSEEvent, None]:
-        """POST ``body`` and yield the server-sent events of the answer.
+    async def stream_sse(self, path: str, body: bytes) -> AsyncGenerator[SSEEvent, None]:
+        """POST ``body`` (encoded JSON) and yield the server-sent events of the answer.
 
         Raises:
             AttemptFailed: Transport failure (also mid-stream) or error status.
         """
         with _translated_transport_errors():
             request = self._http().build_request(
-                "POST", self._base_url + path, json=body, headers=self._headers, timeout=self._timeout
+                "POST", self._base_url + path, content=body, headers=self._headers, timeout=self._timeout
             )
             response = await self._http().send(request, stream=True)
             try:

@@ -1,21 +1,58 @@
-"""Small wire-format rules shared by every adapter: output caps, call ids, tool arguments."""
+"""Small wire-format rules shared by every adapter: output caps, call ids, tool arguments, JSON bodies."""
 
 from __future__ import annotations
 
 import json
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from stellate.llm.types import DEFAULT_MAX_OUTPUT_TOKENS, LLMRequest
 from stellate.log.messages import Message
 
-__all__ = ["UNKNOWN_TOOL", "WireCache", "new_call_id", "parse_tool_arguments", "resolve_max_tokens"]
+__all__ = [
+    "UNKNOWN_TOOL",
+    "RawJSON",
+    "WireCache",
+    "dump_json",
+    "encode_object",
+    "new_call_id",
+    "parse_tool_arguments",
+    "resolve_max_tokens",
+]
 
 W = TypeVar("W")
 
 #: Tool name recorded when a provider streams a call without one; the engine answers it with an error result.
 UNKNOWN_TOOL = "unknown_tool"
+
+
+def dump_json(value: object) -> bytes:
+    """``value`` as a request body: compact UTF-8 JSON, byte for byte what httpx (0.28 on) sends for ``json=``."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode()
+
+
+@dataclass(frozen=True, slots=True)
+class RawJSON:
+    """A value already encoded as JSON, spliced into a body by `encode_object` as it is."""
+
+    data: bytes
+    """The encoded value (an array, object, string...)."""
+
+
+def encode_object(body: Mapping[str, Any]) -> bytes:
+    """`dump_json` of ``body``, except that each top-level `RawJSON` value is spliced in, not encoded.
+
+    The result is the bytes `dump_json` gives for the body holding the decoded values instead, so a large part
+    encoded once (a transcript) can be reused without encoding it again.
+    """
+    # A compact JSON object is its members joined by commas; each member is encoded exactly as inside the whole.
+    members = [
+        dump_json({key: None})[1:-5] + value.data if isinstance(value, RawJSON) else dump_json({key: value})[1:-1]
+        for key, value in body.items()
+    ]
+    return b"{" + b",".join(members) + b"}"
 
 
 def resolve_max_tokens(request: LLMRequest, adapter_option: int | None) -> int:
@@ -62,8 +99,13 @@ class WireCache(Generic[W]):
         self._convert = convert
         self._entries: dict[int, tuple[Message, W]] = {}
 
-    def convert_all(self, messages: Sequence[Message]) -> list[W]:
-        """The wire forms of ``messages``, in order (cached ones reused)."""
+    def convert_all(self, messages: Sequence[Message], *, keep: Sequence[Message] | None = None) -> list[W]:
+        """The wire forms of ``messages``, in order (cached ones reused).
+
+        Args:
+            messages: The messages to convert.
+            keep: The call's whole transcript, when ``messages`` is only part of it: a cut keeps its entries.
+        """
         entries, convert = self._entries, self._convert
         out: list[W] = []
         for message in messages:
@@ -71,6 +113,8 @@ class WireCache(Generic[W]):
             if hit is None or hit[0] is not message:
                 hit = entries[id(message)] = (message, convert(message))
             out.append(hit[1])
-        if len(entries) > 4 * len(messages) + 256:
-            self._entries = {id(m): entries[id(m)] for m in messages}
+        live = messages if keep is None else keep
+        if len(entries) > 4 * len(live) + 256:
+            # An id found in the cache is that message's: the entry's strong reference keeps the id taken.
+            self._entries = {id(m): entries[id(m)] for m in live if id(m) in entries}
         return out

@@ -23,7 +23,14 @@ from typing import Any
 from stellate.llm._http import HTTPChannel
 from stellate.llm._identity import ClosingAdapter
 from stellate.llm._retry import AttemptFailed, RetryPolicy, retry_call, retry_stream
-from stellate.llm._wire import UNKNOWN_TOOL, WireCache, new_call_id, parse_tool_arguments, resolve_max_tokens
+from stellate.llm._wire import (
+    UNKNOWN_TOOL,
+    WireCache,
+    dump_json,
+    new_call_id,
+    parse_tool_arguments,
+    resolve_max_tokens,
+)
 from stellate.llm.types import (
     LLMRequest,
     LLMResponse,
@@ -369,7 +376,7 @@ class AnthropicAdapter(ClosingAdapter):
         Raises:
             ProviderError: The API kept failing or refused the request.
         """
-        body = self.build_body(request, stream=False)
+        body = dump_json(self.build_body(request, stream=False))
 
         async def attempt() -> LLMResponse:
             data = await self._channel.post_json("/v1/messages", body)
@@ -383,10 +390,10 @@ class AnthropicAdapter(ClosingAdapter):
         Raises:
             ProviderError: The API kept failing before any output, or the stream broke after output started.
         """
-        body = self.build_body(request, stream=True)
+        body = dump_json(self.build_body(request, stream=True))
         return retry_stream(self._retry, lambda: self._stream_once(body), context=self._context())
 
-    async def _stream_once(self, body: Mapping[str, Any]) -> AsyncGenerator[StreamEvent, None]:
+    async def _stream_once(self, body: bytes) -> AsyncGenerator[StreamEvent, None]:
         assembler = MessageAssembler(provider=self._provider, model=self._model)
         # aclosing: leaving at message_stop closes the channel's stream now, which reads the answer to its end and
         # returns the connection to the pool.

@@ -19,6 +19,7 @@ from typing import Any, Literal
 
 from stellate.llm._chat_completions import (
     ChunkAssembler,
+    EncodedMessages,
     message_to_wire,
     parse_completion,
     to_response_format,
@@ -28,7 +29,7 @@ from stellate.llm._chat_completions import (
 from stellate.llm._http import HTTPChannel
 from stellate.llm._identity import ClosingAdapter
 from stellate.llm._retry import AttemptFailed, RetryPolicy, retry_call, retry_stream
-from stellate.llm._wire import WireCache, resolve_max_tokens
+from stellate.llm._wire import RawJSON, WireCache, encode_object, resolve_max_tokens
 from stellate.llm.types import LLMRequest, LLMResponse, StreamEvent
 
 __all__ = ["OpenAIAdapter"]
@@ -90,7 +91,9 @@ class OpenAIAdapter(ClosingAdapter):
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         self._channel = HTTPChannel(base_url, headers=headers, timeout=timeout, client=client, transport=transport)
         # A session sends its transcript again on every call: convert each message once, not once per call.
-        self._wire_cache: WireCache[dict[str, Any]] = WireCache(message_to_wire)
+        self._wire_cache: WireCache[dict[str, Any]] = WireCache(message_to_wire)  # for build_body only
+        # What is sent: the transcript's encoded JSON, built from each message's bytes encoded once.
+        self._encoded = EncodedMessages()
 
     async def aclose(self) -> None:
         """Close the HTTP client if this adapter created it."""
@@ -105,9 +108,20 @@ class OpenAIAdapter(ClosingAdapter):
 
         The message dicts are shared with later calls' bodies: read them, do not modify them.
         """
+        return self._body(request, to_wire_messages(request.messages, self._wire_cache), stream=stream)
+
+    def encode_body(self, request: LLMRequest, *, stream: bool) -> bytes:
+        """The bytes sent for ``request``: `build_body`'s dict as compact UTF-8 JSON.
+
+        The transcript is not encoded again on each call: each message's JSON is cached, and so is the array of
+        the previous call, which a session's next call extends.
+        """
+        return encode_object(self._body(request, RawJSON(self._encoded.encode(request.messages)), stream=stream))
+
+    def _body(self, request: LLMRequest, messages: object, *, stream: bool) -> dict[str, Any]:
         body: dict[str, Any] = {
             "model": self._model,
-            "messages": to_wire_messages(request.messages, self._wire_cache),
+            "messages": messages,
             self._max_tokens_field: resolve_max_tokens(request, self._max_output_tokens),
         }
         if request.temperature is not None:
@@ -131,7 +145,7 @@ class OpenAIAdapter(ClosingAdapter):
         Raises:
             ProviderError: The server kept failing, refused the request, or answered without a choice.
         """
-        body = self.build_body(request, stream=False)
+        body = self.encode_body(request, stream=False)
 
         async def attempt() -> LLMResponse:
             data = await self._channel.post_json("/chat/completions", body)
@@ -145,10 +159,10 @@ class OpenAIAdapter(ClosingAdapter):
         Raises:
             ProviderError: The server kept failing before any output, or the stream broke after output started.
         """
-        body = self.build_body(request, stream=True)
+        body = self.encode_body(request, stream=True)
         return retry_stream(self._retry, lambda: self._stream_once(body), context=self._context())
 
-    async def _stream_once(self, body: Mapping[str, Any]) -> AsyncGenerator[StreamEvent, None]:
+    async def _stream_once(self, body: bytes) -> AsyncGenerator[StreamEvent, None]:
         assembler = ChunkAssembler(provider=self._provider, model=self._model)
         # aclosing: leaving at [DONE] closes the channel's stream now, which reads the answer to its end and
         # returns the connection to the pool (left to the garbage collector, the connection was dropped).
