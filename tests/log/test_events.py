@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from stellate.errors import FormatError
@@ -20,12 +22,36 @@ def test_known_event_returns_compact_json() -> None:
         {"content": "a\x00b"},
         {"content": "\ud800"},
         {"content": "x", "deep": [{"k\x00": 1}]},
+        {"content": "x", "deep": [{"k\udfff": 1}]},
+        {"content": "x", "t": (1, 2)},
+        {"content": "x", "n": float("nan")},
+        {"content": "x", "b": True, "e": [{"f": float("-inf")}]},
     ],
-    ids=["negative-zero", "int-key", "set", "not-object", "nul", "lone-surrogate", "nul-in-key"],
+    ids=[
+        "negative-zero",
+        "int-key",
+        "set",
+        "not-object",
+        "nul",
+        "lone-surrogate",
+        "nul-in-key",
+        "surrogate-in-key",
+        "tuple",
+        "nan",
+        "deep-infinity",
+    ],
 )
 def test_data_that_does_not_survive_json_is_refused(data: object) -> None:
     with pytest.raises(FormatError):
         validate_event(NewEvent(type="user/message", data=data))  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize(
+    "content", ["a literal \\u0000 is text", "\\\\u0000", "emoji 🙂 and 中文", 'quote " and \\ slash', ""]
+)
+def test_text_that_only_looks_suspicious_is_stored_as_is(content: str) -> None:
+    text = validate_event(NewEvent(type="user/message", data={"content": content, "n": [1, 2.5, None, True]}))
+    assert json.loads(text) == {"content": content, "n": [1, 2.5, None, True]}
 
 
 def test_unknown_type_needs_ignorable() -> None:

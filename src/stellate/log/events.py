@@ -256,16 +256,22 @@ def validate_event(event: NewEvent | Event) -> str:
 def _lossless_json(data: object, event_type: str) -> str:
     if not isinstance(data, dict):
         raise FormatError(f"data of {event_type!r} must be a JSON object", type=event_type)
-    problem = _unstorable(data)
-    if problem:
-        raise FormatError(f"data of {event_type!r} is not lossless JSON: it holds {problem}", type=event_type)
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    problem = _unstorable(data, texts=False)
+    if problem is None:
+        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        # One look at the encoded text instead of one per string: JSON escapes a NUL as \u0000 and leaves a
+        # lone surrogate as it is. Only a hit (a text may just spell out "\u0000") walks the strings too.
+        suspect = "\\u0000" in text or _SURROGATES.search(text) is not None
+        if not suspect or (problem := _unstorable(data)) is None:
+            return text
+    raise FormatError(f"data of {event_type!r} is not lossless JSON: it holds {problem}", type=event_type)
 
 
 _JSON_TYPES = (str, dict, list, float, int, bool, type(None))
 # Characters no store keeps: NUL (PostgreSQL text refuses it) and surrogates, which in a Python str are
 # always unpaired (a valid pair decodes to one code point) and so not valid UTF-8.
 _UNSTORABLE_CHARS = re.compile("[\x00\ud800-\udfff]")
+_SURROGATES = re.compile("[\ud800-\udfff]")
 
 
 def find_unstorable(value: object) -> str | None:
@@ -283,27 +289,39 @@ def storable_text(text: str) -> tuple[str, int]:
     return _UNSTORABLE_CHARS.subn("\ufffd", text)
 
 
-def _unstorable(value: object) -> str | None:
+def _unstorable(value: object, *, texts: bool = True) -> str | None:
     """What in ``value`` would not come back identical from a store, or None.
 
     One walk instead of a dump-and-reload comparison: only plain JSON types pass (no tuples, sets or
-    non-string keys), and neither -0.0, NaN, infinities, NUL characters nor lone surrogates.
+    non-string keys), and neither -0.0, NaN, infinities nor (with ``texts``) NUL characters or lone surrogates.
     """
-    if type(value) not in _JSON_TYPES:
-        return f"a {type(value).__name__}, which is not a JSON type"
-    if isinstance(value, str):
-        return _bad_text(value)
-    if isinstance(value, dict):
-        for key, item in value.items():
-            problem = _bad_text(key) if type(key) is str else f"a non-string key {key!r}"
-            if problem or (problem := _unstorable(item)):
-                return problem
+    kind = type(value)
+    if kind is str:
+        return _bad_text(value) if texts else None  # type: ignore[arg-type]
+    if kind is dict:
+        return _unstorable_items(value, texts)  # type: ignore[arg-type]
+    if kind is list:
+        return next((p for item in value if (p := _unstorable(item, texts=texts))), None)  # type: ignore[attr-defined]
+    if kind is float:
+        return _unstorable_float(value)  # type: ignore[arg-type]
+    if kind in _JSON_TYPES:
         return None
-    if isinstance(value, list):
-        return next((p for item in value if (p := _unstorable(item))), None)
-    if isinstance(value, float) and not math.isfinite(value):
+    return f"a {kind.__name__}, which is not a JSON type"
+
+
+def _unstorable_items(value: dict[Any, Any], texts: bool) -> str | None:
+    for key, item in value.items():
+        if type(key) is not str:
+            return f"a non-string key {key!r}"
+        if (texts and (problem := _bad_text(key))) or (problem := _unstorable(item, texts=texts)):
+            return problem
+    return None
+
+
+def _unstorable_float(value: float) -> str | None:
+    if not math.isfinite(value):
         return f"{value!r}, which JSON cannot encode"
-    if isinstance(value, float) and value == 0.0 and math.copysign(1.0, value) < 0:
+    if value == 0.0 and math.copysign(1.0, value) < 0:
         return "-0.0, which JSON cannot tell from 0"
     return None
 
