@@ -1,3 +1,4 @@
-"""Runs the shipped store contract against every backend of ``conftest.BACKENDS``."""
+"""Runs the shipped store and digest contracts against every backend of ``conftest.BACKENDS``."""
 
+from stellate.testing.digest_contract import *  # noqa: F403
 from stellate.testing.store_contract import *  # noqa: F403

@@ -27,9 +27,9 @@ from stellate.errors import (  # noqa: E402
     UsageError,
 )
 from stellate.log import NewEvent, make_event, validate_event  # noqa: E402
-from stellate.store import Anchor, ForkRequest, SessionId, SessionRecord, open_store  # noqa: E402
+from stellate.store import Anchor, CompletedTurn, ForkRequest, SessionId, SessionRecord, open_store  # noqa: E402
 from stellate.store.postgres import MIGRATIONS, PostgresStore, _translate  # noqa: E402
-from stellate.testing.store_contract import turn  # noqa: E402
+from stellate.testing.store_contract import open_tool_turn, turn  # noqa: E402
 
 pytestmark = pytest.mark.postgres
 S = SessionId
@@ -163,6 +163,63 @@ async def test_open_store_resolves_postgresql_urls(pg_url: str, pg_schema: str, 
     finally:
         await store.close()
     assert _scalar(admin, "SELECT count(*) FROM sessions") == 1
+
+
+BEFORE_TURN_OPEN = 6
+"""The last schema without ``sessions.turn_open`` (migrations are append-only, so this never changes)."""
+
+
+async def _write_forest(pg_url: str, schema: str) -> None:
+    """Sessions with and without an open turn, and a fork of one that has one, written by the current store."""
+    store = await PostgresStore.open(pg_url, schema=schema)
+    try:
+        await store.create_session(session_id=S("closed"), events=turn(1))
+        await store.create_session(session_id=S("open"), events=turn(1))
+        await store.append(S("open"), open_tool_turn(2))
+        await store.create_session(session_id=S("kid"), fork=ForkRequest(source_id=S("open"), point=CompletedTurn()))
+        await store.create_session(session_id=S("half"), events=turn(1)[:2])
+    finally:
+        await store.close()
+
+
+def _schema_at(admin: Any, schema: str, version: int, source: str) -> None:
+    """Migrate ``schema`` (admin's search_path) to ``version`` only, then copy ``source``'s rows into its columns."""
+    admin.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    admin.execute("CREATE TABLE stellate_schema (version INTEGER NOT NULL)")
+    for number, script in enumerate(MIGRATIONS[:version], start=1):
+        admin.execute(script)
+        admin.execute("INSERT INTO stellate_schema (version) VALUES (%s)", (number,))
+    for table, order in (("sessions", " ORDER BY position"), ("events", "")):
+        found = admin.execute(
+            "SELECT column_name FROM information_schema.columns WHERE table_schema = current_schema()"
+            " AND table_name = %s AND column_name <> 'position' ORDER BY ordinal_position",
+            (table,),
+        )
+        columns = sql.SQL(", ").join(sql.Identifier(name) for (name,) in found.fetchall())
+        copy = sql.SQL("INSERT INTO {table} ({columns}) SELECT {columns} FROM {source}.{table}" + order)
+        admin.execute(copy.format(table=sql.Identifier(table), columns=columns, source=sql.Identifier(source)))
+
+
+async def test_a_schema_from_before_turn_open_lists_its_open_turns_after_migrating(
+    pg_url: str, pg_schema: str, admin: Any
+) -> None:
+    """Opening a database at the schema before ``turn_open`` fills the column from each cursor; appends keep it."""
+    source = f"{pg_schema}_source"
+    try:
+        await _write_forest(pg_url, source)
+        _schema_at(admin, pg_schema, BEFORE_TURN_OPEN, source)
+    finally:
+        admin.execute(sql.SQL("DROP SCHEMA IF EXISTS {} CASCADE").format(sql.Identifier(source)))
+    store = await PostgresStore.open(pg_url, schema=pg_schema)
+    try:
+        assert await store.schema_version() == len(MIGRATIONS)
+        flags = {d.id: d.turn_open for d in await store.list_digests()}
+        assert flags == {"closed": False, "open": True, "kid": False, "half": True}
+        await store.repair(S("open"))
+        await store.append(S("half"), turn(1)[2:])
+        assert not any(d.turn_open for d in await store.list_digests())
+    finally:
+        await store.close()
 
 
 # -- storage -------------------------------------------------------------------------------------

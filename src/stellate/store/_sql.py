@@ -20,6 +20,7 @@ __all__ = [
     "SELECTED_COLUMNS",
     "RECORD_COLUMNS",
     "STATE_COLUMNS",
+    "WRITTEN_COLUMNS",
     "event_from_row",
     "digest_from_row",
     "event_rows",
@@ -34,7 +35,7 @@ __all__ = [
     "state_update_row",
 ]
 
-#: Columns of the ``sessions`` table in the order `record_row` produces them.
+#: Columns of the ``sessions`` table a record is read from, in the order `record_row` produces them.
 RECORD_COLUMNS = (
     "id",
     "parent_id",
@@ -53,20 +54,25 @@ RECORD_COLUMNS = (
     "next_seq",
     "cursor",
 )
+#: Written from a record, never read back into one: ``turn_open`` copies the cursor's flag so that a listing
+#: reads a column instead of parsing every session's cursor JSON (kept by every insert and append).
+DERIVED_COLUMNS = ("turn_open",)
+#: What an insert writes: `RECORD_COLUMNS` then `DERIVED_COLUMNS`, the order of `record_row`.
+WRITTEN_COLUMNS = RECORD_COLUMNS + DERIVED_COLUMNS
 #: Columns of a `SessionDigest`, in its field order: a listing decodes none of the JSON columns.
-DIGEST_COLUMNS = ("id", "label", "status", "parent_id", "memory", "insight", "turn_count", "last_activity")
+DIGEST_COLUMNS = ("id", "label", "status", "parent_id", "memory", "insight", "turn_count", "last_activity", "turn_open")
 EVENT_COLUMNS = ("session_id", "seq", "type", "time", "data", "ignorable")
 #: The lease columns of ``sessions``: written only by the lease statements, never by an append.
 LEASE_COLUMNS = ("lease_owner", "lease_token", "lease_acquired_at", "lease_expires_at")
 #: What a record read selects: `RECORD_COLUMNS` then `LEASE_COLUMNS`.
 SELECTED_COLUMNS = RECORD_COLUMNS + LEASE_COLUMNS
 
-#: Columns an append rewrites; the identity and lineage columns never change.
-STATE_COLUMNS = RECORD_COLUMNS[6:]
+#: Columns an append rewrites, in the order of `state_update_row`; the identity and lineage columns never change.
+STATE_COLUMNS = RECORD_COLUMNS[6:] + DERIVED_COLUMNS
 
 
 def record_row(record: SessionRecord) -> tuple[Any, ...]:
-    """Values for every column of `RECORD_COLUMNS`."""
+    """Values for every column of `WRITTEN_COLUMNS`."""
     return (
         record.id,
         record.parent_id,
@@ -79,7 +85,7 @@ def record_row(record: SessionRecord) -> tuple[Any, ...]:
 
 
 def state_update_row(record: SessionRecord) -> tuple[Any, ...]:
-    """Values for the mutable columns (``label`` to ``cursor``)."""
+    """Values for `STATE_COLUMNS` (``label`` to ``cursor``, then ``turn_open``)."""
     slots = record.slots
     return (
         slots.label,
@@ -92,6 +98,7 @@ def state_update_row(record: SessionRecord) -> tuple[Any, ...]:
         record.cursor.last_turn,
         record.cursor.next_seq,
         json.dumps(record.cursor.to_json(), separators=(",", ":")),
+        record.cursor.turn_open,
     )
 
 
@@ -200,20 +207,36 @@ SPACE_MIGRATION = """
 
 
 def select_digests_sql(*, placeholder: str) -> str:
-    """One space's digest columns, in creation order; ``turn_open`` is read inside the cursor's JSON."""
-    postgres = placeholder == "%s"
-    turn_open = "(cursor::json->>'turn_open')::boolean" if postgres else "json_extract(cursor, '$.turn_open')"
-    return (
-        f"SELECT {', '.join(DIGEST_COLUMNS)}, {turn_open} FROM sessions WHERE space = {placeholder} ORDER BY position"
-    )
+    """One space's `DIGEST_COLUMNS`, in creation order."""
+    return f"SELECT {', '.join(DIGEST_COLUMNS)} FROM sessions WHERE space = {placeholder} ORDER BY position"
 
 
-_digest_setters = [vars(SessionDigest)[name].__set__ for name in (*DIGEST_COLUMNS, "turn_open")]
+# A listing builds thousands of digests: `digest_from_row` sets their slots through these descriptors, bound once,
+# a third of the cost of the frozen dataclass's ``__init__`` (one ``object.__setattr__`` by name per field).
+_new = object.__new__
+_slot = vars(SessionDigest)
+_set_id = _slot["id"].__set__
+_set_label = _slot["label"].__set__
+_set_status = _slot["status"].__set__
+_set_parent_id = _slot["parent_id"].__set__
+_set_memory = _slot["memory"].__set__
+_set_insight = _slot["insight"].__set__
+_set_turn_count = _slot["turn_count"].__set__
+_set_last_activity = _slot["last_activity"].__set__
+_set_turn_open = _slot["turn_open"].__set__
 
 
 def digest_from_row(row: Sequence[Any]) -> SessionDigest:
-    """A `SessionDigest` from `DIGEST_COLUMNS` and ``turn_open`` (slots set directly: listings build thousands)."""
-    digest = object.__new__(SessionDigest)
-    for setter, value in zip(_digest_setters, (*row[:-1], bool(row[-1])), strict=True):
-        setter(digest, value)
+    """A `SessionDigest` from a row of `DIGEST_COLUMNS` (``turn_open`` is 0 or 1 in SQLite, a bool in PostgreSQL)."""
+    session_id, label, status, parent_id, memory, insight, turn_count, last_activity, turn_open = row
+    digest = _new(SessionDigest)
+    _set_id(digest, session_id)
+    _set_label(digest, label)
+    _set_status(digest, status)
+    _set_parent_id(digest, parent_id)
+    _set_memory(digest, memory)
+    _set_insight(digest, insight)
+    _set_turn_count(digest, turn_count)
+    _set_last_activity(digest, last_activity)
+    _set_turn_open(digest, turn_open == 1)
     return digest

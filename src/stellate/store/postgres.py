@@ -45,10 +45,10 @@ from stellate.log.events import Event, NewEvent
 from stellate.store._batch import Fence, PlannedAppend, plan_append
 from stellate.store._sql import (
     EVENT_COLUMNS,
-    RECORD_COLUMNS,
     SELECTED_COLUMNS,
     SPACE_MIGRATION,
     STATE_COLUMNS,
+    WRITTEN_COLUMNS,
     claim_sql,
     digest_from_row,
     event_from_row,
@@ -133,6 +133,11 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (session_id, start_seq, end_seq)
     )
     """,
+    # Whether a turn is open, beside the cursor that says so: digest listings read it without parsing JSON.
+    """
+    ALTER TABLE sessions ADD COLUMN turn_open BOOLEAN NOT NULL DEFAULT false;
+    UPDATE sessions SET turn_open = true WHERE (cursor::json->>'turn_open')::boolean
+    """,
 )
 
 _SELECT_RECORD = f"SELECT {', '.join(SELECTED_COLUMNS)} FROM sessions"
@@ -142,8 +147,8 @@ _IN_SPACE = "WHERE id = %s AND space = %s"
 _LOCK_RECORD = f"{_SELECT_RECORD} {_IN_SPACE} FOR UPDATE"
 # ON CONFLICT keeps a racing duplicate from aborting the transaction; no row back means the id is taken.
 _INSERT_RECORD = (
-    f"INSERT INTO sessions ({', '.join(RECORD_COLUMNS)}, space)"
-    f" VALUES ({', '.join(['%s'] * (len(RECORD_COLUMNS) + 1))})"
+    f"INSERT INTO sessions ({', '.join(WRITTEN_COLUMNS)}, space)"
+    f" VALUES ({', '.join(['%s'] * (len(WRITTEN_COLUMNS) + 1))})"
     " ON CONFLICT (id) DO NOTHING"
 )
 # A whole batch in one statement: one array per column, whatever the number of events.

@@ -27,10 +27,10 @@ from stellate.log.events import Event, NewEvent
 from stellate.store._batch import Fence, PlannedAppend, plan_append
 from stellate.store._sql import (
     EVENT_COLUMNS,
-    RECORD_COLUMNS,
     SELECTED_COLUMNS,
     SPACE_MIGRATION,
     STATE_COLUMNS,
+    WRITTEN_COLUMNS,
     claim_sql,
     digest_from_row,
     event_from_row,
@@ -118,13 +118,18 @@ MIGRATIONS: tuple[str, ...] = (
         PRIMARY KEY (session_id, start_seq, end_seq)
     );
     """,
+    # Whether a turn is open, beside the cursor that says so: digest listings read it without parsing JSON.
+    """
+    ALTER TABLE sessions ADD COLUMN turn_open INTEGER NOT NULL DEFAULT 0;
+    UPDATE sessions SET turn_open = 1 WHERE json_extract(cursor, '$.turn_open')
+    """,
 )
 
 _SELECT_RECORD = f"SELECT {', '.join(SELECTED_COLUMNS)} FROM sessions"
 _LEASE = lease_sql("?")
 _CLAIM = claim_sql("?")
 _INSERT_RECORD = (
-    f"INSERT INTO sessions ({', '.join(RECORD_COLUMNS)}, space) VALUES ({', '.join('?' * (len(RECORD_COLUMNS) + 1))})"
+    f"INSERT INTO sessions ({', '.join(WRITTEN_COLUMNS)}, space) VALUES ({', '.join('?' * (len(WRITTEN_COLUMNS) + 1))})"
 )
 _IN_SPACE = "WHERE id = ? AND space = ?"
 _UPDATE_STATE = f"UPDATE sessions SET {', '.join(c + ' = ?' for c in STATE_COLUMNS)} WHERE id = ?"

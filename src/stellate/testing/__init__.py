@@ -1,4 +1,5 @@
-"""Test support shipped with stellate: the store contract suite and a loopback mock of LLM provider APIs.
+"""Test support shipped with stellate: the store and digest contract suites and a loopback mock of LLM provider APIs.
 
-Third-party store backends can run the same contract suite: see `stellate.testing.store_contract`.
+Third-party store backends can run the same contract suites: see `stellate.testing.store_contract` and
+`stellate.testing.digest_contract`.
 """

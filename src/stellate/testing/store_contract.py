@@ -3,6 +3,7 @@
 Use it for your own backend::
 
     # tests/test_my_store.py
+    from stellate.testing.digest_contract import *  # noqa: F403  (digest listings, same fixtures)
     from stellate.testing.store_contract import *  # noqa: F403
 
     @pytest.fixture
