@@ -42,7 +42,7 @@ B3_STELLATE = "stellate Session.load + messages()"
 B3_NO_SEGMENTS = "stellate, fold segments deleted (full fold)"
 B3_RAW = "raw floor: SELECT the N rows + json.loads"
 B4_STELLATE = "stellate Agent.list_session_digests()"
-B4_RAW = "raw floor: SELECT * FROM sessions"
+B4_RAW = "raw floor: SELECT of the digest columns"
 
 E2E = {
     "stellate": "stellate + OpenAIAdapter (streamed)",
