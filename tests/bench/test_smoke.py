@@ -90,7 +90,7 @@ def test_command_line_writes_the_tables(tmp_path: Path) -> None:
     done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=100, check=False)
     assert done.returncode == 0, done.stderr[-2000:]
     text = (tmp_path / "smoke.md").read_text()
-    assert "stellate Agent.list_session_digests()" in text and "raw floor: SELECT * FROM sessions" in text
+    assert "stellate Agent.list_session_digests()" in text and "raw floor: SELECT of the digest columns" in text
     assert json.loads((tmp_path / "smoke.json").read_text())["errors"] == []
 
 
