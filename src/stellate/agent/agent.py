@@ -10,17 +10,17 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections import OrderedDict
-from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping
 from typing import Any
 
-from stellate import observability
 from stellate.agent._locks import SessionLocks
 from stellate.agent.bus import EventBus, Hook
 from stellate.agent.consolidation import Consolidator
+from stellate.agent.forking import Forker
 from stellate.agent.reflector import Reflection, Reflector
 from stellate.agent.relay import EventRelay
-from stellate.agent.runtime import BUILTIN_TOOLS, Registries, frozen_config
+from stellate.agent.runtime import BUILTIN_TOOLS, Registries, frozen_config, overlay
+from stellate.agent.sessions import SessionCache
 from stellate.agent.topology import SessionDigest, TopologyNode, build_forest, digest_of
 from stellate.engine.config import ForkOptions, ForkProfile, SessionConfig
 from stellate.engine.events import (
@@ -30,35 +30,29 @@ from stellate.engine.events import (
     MemoryUpdated,
     SessionArchived,
     SessionCreated,
-    SessionForked,
     TurnEvent,
     TurnFinished,
     TurnResult,
 )
-from stellate.engine.forks import SplitGuard, plan_fork
+from stellate.engine.forks import SplitGuard
 from stellate.engine.mcp import MCPServers, MCPServerSpec
 from stellate.engine.runner import DEFAULT_MAX_ROUNDS, TurnRunner
 from stellate.engine.skills import SkillSet
 from stellate.engine.tools import Tool, ToolRegistry
-from stellate.errors import ForkError, NotFoundError, SessionBusyError, StellateError, UsageError
+from stellate.errors import SessionBusyError, StellateError, UsageError
 from stellate.llm.types import LLMAdapter
 from stellate.log.events import make_event
 from stellate.log.messages import Message
 from stellate.session.output import OutputContract, as_contract
-from stellate.session.prompts import default_compress_fn, default_consolidate_fn
 from stellate.session.session import Session
-from stellate.session.types import Durability, Language, SessionRuntime
-from stellate.store import BaseStore, SessionId, SessionRecord, open_store
-from stellate.store.base import DEFAULT_LEASE_TTL, lease_owner
+from stellate.session.types import Durability, Language
+from stellate.store import BaseStore, SessionId, open_store
+from stellate.store.leases import DEFAULT_LEASE_TTL, lease_owner
 from stellate.store.signals import LocalSignals
 
 __all__ = ["Agent"]
 
-_log = observability.get_logger(__name__)
-
 DEFAULT_STORE = "sqlite:///stellate.db"
-#: Sessions whose in-memory history the agent keeps between calls.
-SESSION_CACHE_SIZE = 256
 
 
 class Agent:
@@ -157,8 +151,8 @@ class Agent:
             store=self.store, events=self.events, owner=self.owner, every=consolidate_every
         )
         self._locks = SessionLocks()
-        self._sessions: OrderedDict[str, Session] = OrderedDict()
-        self._live: dict[str, SessionConfig] = {}
+        self._sessions = SessionCache(self, store=self.store)
+        self._forks = Forker(self, sessions=self._sessions, events=self.events, store=self.store)
         self._open_lock = asyncio.Lock()
         self._share_events = share_events
         self._relay: EventRelay | None = None
@@ -227,8 +221,8 @@ class Agent:
             config: Per-session settings over the defaults (llm, tools, skills...).
         """
         store = await self.store()
-        layered = _overlay(self.defaults, config, system_prompt)
-        runtime = self._runtime(layered)
+        layered = overlay(self.defaults, config, system_prompt)
+        runtime = self._sessions.runtime(layered)
         frozen = frozen_config(layered, self.registries)
         session = await Session.create(
             store,
@@ -238,7 +232,7 @@ class Agent:
             session_id=SessionId(session_id) if session_id else None,
             config=frozen,
         )
-        self._remember(session, layered if config is not None else None)
+        self._sessions.remember(session, layered if config is not None else None)
         await self.events.publish(SessionCreated(session_id=session.id, label=label))
         return await self.get_session_digest(session.id)
 
@@ -253,109 +247,8 @@ class Agent:
         """
         options = options if options is not None else ForkOptions(**fields)
         async with self._locks.hold(source_id):
-            child = await self._fork(source_id, options)
+            child = await self._forks.fork(source_id, options)
         return await self.get_session_digest(child.id)
-
-    async def _fork(self, source_id: str, options: ForkOptions) -> SessionRecord:
-        context = options.context if isinstance(options.context, str) or options.context is None else "function"
-        with observability.fork_span(source_id, context=context or "none", profile=options.profile) as span:
-            child = await self._fork_traced(source_id, options)
-            span.record({"stellate.fork.child_id": child.id, "stellate.fork.inherited": child.inherited})
-            _log.info("forked %s into %s", source_id, child.id)
-        return child
-
-    async def _fork_traced(self, source_id: str, options: ForkOptions) -> SessionRecord:
-        source = await self._source(source_id)
-        source._check_writable()
-        if options.profile is not None and options.profile not in self.registries.profiles:
-            plan_fork(
-                source_id=source_id,
-                defaults=self.defaults,
-                parent=SessionConfig(),
-                profiles=self.registries.profiles,
-                options=options,
-            )
-        if self.split_guard is not None:
-            source = await self._loaded(source)  # the guard needs the turn of the last fork, folded from the log
-            history = source.history
-            self.split_guard.check(turn_count=history.cursor.last_turn, last_fork_turn=history.last_fork_turn)
-        parent = SessionConfig(system_prompt=source.system_prompt, skills=source.history.slots.config.get("skills"))
-        plan = plan_fork(
-            source_id=source_id,
-            defaults=self.defaults,
-            parent=parent,
-            profiles=self.registries.profiles,
-            options=options,
-        )
-        await self.get_session_digest(plan.topology_parent_id)
-        system_prompt, context = plan.config.system_prompt, plan.context
-        if context not in ("none", "inherit"):
-            source = await self._loaded(source)  # compressing or selecting messages reads the transcript
-        if context == "compress":
-            system_prompt, context = await self._compressed_context(source, plan.config), "none"
-        config = _overlay(plan.config, None, system_prompt)
-        self._runtime(config)  # an unknown adapter name fails here, before anything is written
-        child = await source.fork_record(
-            label=options.label,
-            context=context,
-            prompt=plan.prompt,
-            system_prompt=system_prompt,
-            session_id=SessionId(options.session_id) if options.session_id else None,
-            parent_id=SessionId(plan.topology_parent_id),
-            config=frozen_config(
-                config, self.registries, profile=plan.profile, profile_vars=options.profile_vars, sources=plan.sources
-            ),
-            at_seq=options.at_seq,
-            boundary=options.boundary,
-        )
-        if source.history.transcript_loaded:
-            # Open the child from the source's fold now, before the source's log moves on: it then reads only its
-            # own few events, and its first turn costs the same whatever the length of the inherited history.
-            self._remember(await source.open_child(child, self._runtime(config)), config)
-        else:
-            self._live[child.id] = config  # opened on first use, from the stored segments of its source
-        await source._write(
-            [make_event("session/forked", {"child_id": child.id, "turn": source.history.cursor.last_turn})],
-            check_writable=False,
-        )
-        await self.events.publish(
-            SessionForked(
-                session_id=child.id,
-                source_id=source_id,
-                parent_id=plan.topology_parent_id,
-                label=options.label,
-                profile=plan.profile,
-            )
-        )
-        return child
-
-    async def _compressed_context(self, source: Session, config: SessionConfig) -> str | None:
-        messages = await source.messages()
-        prompt = config.system_prompt
-        if not messages:
-            return prompt
-        compress = config.compress_fn or default_compress_fn(self.registries.resolve_llm(config.llm), self.language)
-        summary = await compress(messages)
-        return f"{prompt or ''}\n\n<parent_context>\n{summary}\n</parent_context>".lstrip("\n")
-
-    async def _source(self, source_id: str) -> Session:
-        """The fork source: the live session if this agent has it, else one opened from its record alone (O(1)).
-
-        A fork in a fresh process (``stellate sessions fork``, a stateless worker) then costs the same whatever
-        the source's history; only the split guard and the compress and select contexts load the transcript.
-        """
-        cached = self._sessions.get(source_id)
-        if cached is not None:
-            return await self._session(source_id)
-        try:
-            record = await (await self.store()).get_session(SessionId(source_id))
-        except NotFoundError as exc:
-            raise ForkError(f"fork source {source_id!r} does not exist", code="source_not_found") from exc
-        config = self._live.get(source_id) or self.registries.config_from_frozen(self.defaults, record.slots.config)
-        return Session.for_fork(await self.store(), record, self._runtime(config))
-
-    async def _loaded(self, source: Session) -> Session:
-        return source if source.history.transcript_loaded else await self._session(source.id)
 
     async def archive_session(self, session_id: str, *, busy_timeout: float | None = None) -> None:
         """Make a session read-only (consolidating its memory first when configured); archiving twice is harmless.
@@ -463,11 +356,11 @@ class Agent:
         if self.mcp:
             reserved = [*self.registries.tools.names(), *self.registries.builtins]
             self.registries.remote = list(await self.mcp.tools(reserved))
-        return self.registries.session_tools(self._config_of(session), self._fork_from_tool)
+        return self.registries.session_tools(self._sessions.config_of(session), self._fork_from_tool)
 
     async def _fork_from_tool(self, source_id: str, options: ForkOptions) -> str:
         async with self._locks.hold(source_id):
-            return (await self._fork(source_id, options)).id
+            return (await self._forks.fork(source_id, options)).id
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -553,8 +446,8 @@ class Agent:
         if batches:
             await store.append_batches(batches)
         for touched in batches:
-            if touched in self._sessions:
-                await self._sessions[touched].refresh()
+            if (cached := self._sessions.cached(touched)) is not None:
+                await cached.refresh()
         for target, text in reflection.insights.items():
             await self.events.publish(InsightUpdated(session_id=target, insight=text))
         return reflection
@@ -572,59 +465,11 @@ class Agent:
         async for event in self.events.subscribe(types):
             yield event
 
-    # -- sessions and their runtimes -------------------------------------------------------------
+    # -- sessions --------------------------------------------------------------------------------
 
     async def _session(self, session_id: str, *, fresh: bool = True) -> Session:
-        """The session, from the cache when it is there.
-
-        A cached session is caught up with the store unless ``fresh`` is False (taking its lease does it anyway).
-        """
-        cached = self._sessions.get(session_id)
-        if cached is not None:
-            self._sessions.move_to_end(session_id)
-            if fresh and cached.lease is None:
-                await cached.refresh()
-            return cached
-        store = await self.store()
-        record = await store.get_session(SessionId(session_id))
-        config = self._live.get(session_id) or self.registries.config_from_frozen(self.defaults, record.slots.config)
-        source = self._sessions.get(record.source_id) if record.source_id and record.inherited else None
-        if source is not None and not record.cursor.turn_open:
-            session = await source.open_child(record, self._runtime(config))  # reuses the source's fold
-        else:
-            session = await Session.load(store, record.id, self._runtime(config))
-        self._remember(session, None)
-        return session
-
-    def _remember(self, session: Session, config: SessionConfig | None) -> None:
-        # Bounded: a dropped session is simply reloaded from the store on its next use.
-        self._sessions[session.id] = session
-        self._sessions.move_to_end(session.id)
-        if len(self._sessions) > SESSION_CACHE_SIZE:
-            # A session whose lease this agent holds (a turn runs) stays: its turn and tools share the object.
-            idle = [sid for sid, cached in self._sessions.items() if cached.lease is None]
-            for sid in idle[: len(self._sessions) - SESSION_CACHE_SIZE]:
-                del self._sessions[sid]
-        if config is not None:
-            self._live[session.id] = config
-
-    def _config_of(self, session: Session) -> SessionConfig:
-        return self._live.get(session.id) or self.registries.config_from_frozen(
-            self.defaults, session.history.slots.config
-        )
-
-    def _runtime(self, config: SessionConfig) -> SessionRuntime:
-        llm = self.registries.resolve_llm(config.llm)
-        return SessionRuntime(
-            llm=llm,
-            compress_fn=config.compress_fn or default_compress_fn(llm, self.language),
-            consolidate_fn=config.consolidate_fn or default_consolidate_fn(llm, self.language),
-            language=self.language,
-            durability=self.durability,
-            lease_owner=self.owner,
-            lease_ttl=self.lease_ttl,
-            busy_timeout=self.busy_timeout,
-        )
+        """The session, from the cache when it is there (caught up with the store unless ``fresh`` is False)."""
+        return await self._sessions.get(session_id, fresh=fresh)
 
 
 def _turn_error(session_id: str, exc: Exception) -> ErrorRaised:
@@ -634,15 +479,3 @@ def _turn_error(session_id: str, exc: Exception) -> ErrorRaised:
             session_id=session_id, source="turn", code=exc.code, message=exc.message, details=dict(exc.details)
         )
     return ErrorRaised(session_id=session_id, source="turn", code="unexpected_error", message=type(exc).__name__)
-
-
-def _overlay(base: SessionConfig, over: SessionConfig | None, system_prompt: str | None) -> SessionConfig:
-    """``base`` with ``over``'s non-None fields, then ``system_prompt`` if given."""
-    layers: Sequence[SessionConfig] = [base] if over is None else [base, over]
-    values = {
-        name: next((getattr(layer, name) for layer in reversed(layers) if getattr(layer, name) is not None), None)
-        for name in ("system_prompt", "llm", "tools", "skills", "consolidate_fn", "compress_fn")
-    }
-    if system_prompt is not None:
-        values["system_prompt"] = system_prompt
-    return SessionConfig(**values)

@@ -19,7 +19,7 @@ from stellate.engine.tools import Tool, ToolRegistry
 from stellate.errors import UsageError
 from stellate.llm.types import LLMAdapter
 
-__all__ = ["BUILTIN_TOOLS", "Registries", "frozen_config"]
+__all__ = ["BUILTIN_TOOLS", "Registries", "frozen_config", "overlay"]
 
 BUILTIN_TOOLS = ("create_session", "activate_skill")
 
@@ -132,3 +132,15 @@ def _tool_names(refs: Iterable[Any] | None) -> list[str] | None:
     if refs is None:
         return None
     return [ref if isinstance(ref, str) else ref.name for ref in refs]
+
+
+def overlay(base: SessionConfig, over: SessionConfig | None, system_prompt: str | None) -> SessionConfig:
+    """``base`` with ``over``'s non-None fields, then ``system_prompt`` if given."""
+    layers: Sequence[SessionConfig] = [base] if over is None else [base, over]
+    values = {
+        name: next((getattr(layer, name) for layer in reversed(layers) if getattr(layer, name) is not None), None)
+        for name in ("system_prompt", "llm", "tools", "skills", "consolidate_fn", "compress_fn")
+    }
+    if system_prompt is not None:
+        values["system_prompt"] = system_prompt
+    return SessionConfig(**values)

@@ -8,7 +8,7 @@ from typing import Any, Literal, TypeAlias
 
 from stellate.llm.types import LLMAdapter, StopReason, StreamEvent, TokenCounter, Usage
 from stellate.log.messages import Message, ToolCall
-from stellate.store.base import DEFAULT_LEASE_TTL, lease_owner
+from stellate.store.leases import DEFAULT_LEASE_TTL, lease_owner
 
 __all__ = [
     "CompressFn",

@@ -9,8 +9,9 @@ from __future__ import annotations
 import importlib
 
 from stellate.errors import UsageError
-from stellate.store.base import BaseStore, Store, new_session_id
+from stellate.store.base import BaseStore, new_session_id
 from stellate.store.jsonl import export_session, import_session
+from stellate.store.protocol import Store
 from stellate.store.types import (
     Anchor,
     Boundary,

@@ -1,37 +1,36 @@
-"""The `Store` protocol and the logic every backend shares.
+"""The logic every backend shares (`BaseStore`), under the `Store` protocol (`stellate.store.protocol`).
 
 A backend implements a handful of primitives (`BaseStore`'s abstract methods): insert a session with
-its first events, append a planned batch atomically, read a range of its *own* events, and list sessions.
+its first events, append a planned batch atomically, read a range of its *own* events, list sessions, and
+take, renew and release leases and claims.
 Everything with rules in it — fork resolution, reading through fork chains, repair, topology — lives
-here once, so the backends cannot drift apart.
+here once, so the backends cannot drift apart. Leases and claims, with their own primitives, live in
+`stellate.store.leases`, which `BaseStore` inherits.
 """
 
 from __future__ import annotations
 
 import abc
-import asyncio
 import copy
-import os
-import socket
-import time
 import uuid
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Protocol, Self, runtime_checkable
+from typing import Self
 
 from stellate.errors import ConflictError, ForkError, NotFoundError, SessionBusyError, UsageError
 from stellate.log.events import Event, NewEvent, now_ms
 from stellate.log.fork import check_explicit_boundary, clip_to_completed_turn, resolve_anchor
 from stellate.log.invariants import Cursor
 from stellate.log.repair import repair_events
-from stellate.store._batch import Fence, PlannedAppend, busy_error, plan_append
+from stellate.store._batch import Fence, PlannedAppend, plan_append
 from stellate.store.digests import SessionDigest, digest_of
+from stellate.store.leases import DEFAULT_LEASE_TTL, LeaseStore, lease_owner
+from stellate.store.protocol import Store
 from stellate.store.segments import StoredSegment
 from stellate.store.signals import LOG_CHANNEL, LocalSignals, Signals, log_payload
 from stellate.store.types import (
     Anchor,
     Boundary,
-    Claim,
     CompletedTurn,
     ForkRequest,
     Lease,
@@ -40,17 +39,6 @@ from stellate.store.types import (
 )
 
 __all__ = ["DEFAULT_LEASE_TTL", "DEFAULT_SPACE", "BaseStore", "Store", "lease_owner", "new_session_id"]
-
-#: Seconds a lease lasts unless renewed; holders renew it well inside this (every third of it).
-DEFAULT_LEASE_TTL = 30.0
-_POLL_MAX = 0.1  # longest sleep between two tries of a waiting writer, in seconds
-
-
-def lease_owner(name: str = "") -> str:
-    """An owner id for leases: this host and process, then ``name`` (e.g. an agent's id)."""
-    base = f"{socket.gethostname()}:{os.getpid()}"
-    return f"{base}:{name}" if name else base
-
 
 DEFAULT_SPACE = "default"
 """The space of a store handle that was not scoped with `BaseStore.in_space`."""
@@ -71,85 +59,13 @@ def new_session_id() -> SessionId:
     return SessionId(f"s-{now_ms():012x}-{uuid.uuid4().hex[:12]}")
 
 
-@runtime_checkable
-class Store(Protocol):
-    """Where session logs live. Every method is atomic; a refused write changes nothing."""
-
-    async def create_session(
-        self,
-        *,
-        session_id: SessionId | None = None,
-        parent_id: SessionId | None = None,
-        fork: ForkRequest | None = None,
-        events: Sequence[NewEvent] = (),
-        source_id: SessionId | None = None,
-        fork_seq: int | None = None,
-    ) -> SessionRecord:
-        """Create a session, optionally inheriting a prefix of another by reference, with its first events."""
-        ...
-
-    async def append(
-        self,
-        session_id: SessionId,
-        events: Sequence[NewEvent],
-        *,
-        expected_seq: int | None = None,
-        lease: Lease | None = None,
-    ) -> list[Event]:
-        """Append a batch atomically; ``expected_seq`` guards against stale writers, ``lease`` proves ownership."""
-        ...
-
-    async def acquire_lease(
-        self, session_id: SessionId, *, owner: str, ttl: float = DEFAULT_LEASE_TTL, wait: float = 0.0
-    ) -> tuple[Lease, SessionRecord]:
-        """Take the session's lease (waiting up to ``wait`` seconds for a live one to end)."""
-        ...
-
-    async def renew_lease(self, session_id: SessionId, lease: Lease, *, ttl: float = DEFAULT_LEASE_TTL) -> Lease:
-        """Extend a held lease by ``ttl`` seconds from now."""
-        ...
-
-    async def release_lease(self, session_id: SessionId, lease: Lease) -> None:
-        """Give a lease back (nothing happens when it was already taken over)."""
-        ...
-
-    async def read_events(
-        self,
-        session_id: SessionId,
-        *,
-        start: int = 0,
-        stop: int | None = None,
-        types: Sequence[str] | None = None,
-        reverse: bool = False,
-        limit: int | None = None,
-    ) -> list[Event]:
-        """Events with ``start <= seq < stop`` (inherited prefix included), optionally by type, newest first."""
-        ...
-
-    async def get_session(self, session_id: SessionId) -> SessionRecord:
-        """A session's record; raises `NotFoundError` when unknown."""
-        ...
-
-    async def list_sessions(self, *, parent_id: SessionId | None = None, roots: bool = False) -> list[SessionRecord]:
-        """All sessions in creation order, or the children of ``parent_id``, or the roots."""
-        ...
-
-    async def repair(self, session_id: SessionId, *, lease: Lease | None = None) -> list[Event]:
-        """Close a turn left open by a dead writer; returns the events appended (none on a closed log)."""
-        ...
-
-    async def close(self) -> None:
-        """Release connections and threads."""
-        ...
-
-
 @dataclass(frozen=True, slots=True)
 class _Lineage:
     source_id: SessionId | None
     inherited: int
 
 
-class BaseStore(abc.ABC):
+class BaseStore(LeaseStore):
     """Shared logic over a backend's primitives; subclass and implement the abstract methods."""
 
     def __init__(self) -> None:
@@ -185,26 +101,6 @@ class BaseStore(abc.ABC):
         self, session_id: SessionId, events: Sequence[NewEvent], expected_seq: int | None, fence: Fence
     ) -> list[Event]:
         """In one transaction: lock and read the record, `plan_append` (with ``fence``), insert, update the record."""
-
-    @abc.abstractmethod
-    async def _take_lease(self, session_id: SessionId, lease: Lease, now: int) -> SessionRecord | None:
-        """Grant ``lease`` atomically unless a lease live at ``now`` is on the session; the record after, or None."""
-
-    @abc.abstractmethod
-    async def _try_claim(self, claim: Claim, now: int) -> bool:
-        """Record ``claim`` unless a claim of its key is live at ``now``; whether it was recorded."""
-
-    @abc.abstractmethod
-    async def _release_claim(self, key: str, token: str) -> None:
-        """Drop the claim of ``key`` if it still has ``token``."""
-
-    @abc.abstractmethod
-    async def _renew_lease(self, session_id: SessionId, token: str, expires_at: int) -> bool:
-        """Move the expiry of the grant with ``token``; False when that grant is no longer on the session."""
-
-    @abc.abstractmethod
-    async def _release_lease(self, session_id: SessionId, token: str) -> None:
-        """Clear the grant with ``token`` (nothing when another grant replaced it)."""
 
     @abc.abstractmethod
     async def _read_own(
@@ -377,74 +273,6 @@ class BaseStore(abc.ABC):
         """Tell this process's subscribers that a log grew (a backend that signals in its commit skips this)."""
         if written and isinstance(self.signals, LocalSignals):
             self.signals.deliver(LOG_CHANNEL, [log_payload(session_id, written[-1].seq + 1)])
-
-    # -- leases: one writer per session, across processes ---------------------------------------
-
-    async def acquire_lease(
-        self, session_id: SessionId, *, owner: str, ttl: float = DEFAULT_LEASE_TTL, wait: float = 0.0
-    ) -> tuple[Lease, SessionRecord]:
-        """Take the session's lease, waiting up to ``wait`` seconds while another writer holds a live one.
-
-        A lease whose holder stopped renewing it (a crashed process) lapses ``ttl`` seconds after its last
-        renewal and can then be taken.
-
-        Returns:
-            The new lease and the session's record as of the grant.
-
-        Raises:
-            NotFoundError: unknown session.
-            SessionBusyError: still held by another writer after ``wait`` seconds (code ``session_busy``).
-            UsageError: ``ttl`` is not positive or ``wait`` is negative.
-        """
-        if ttl <= 0 or wait < 0:
-            raise UsageError(f"a lease needs ttl > 0 and wait >= 0 (got ttl={ttl}, wait={wait})")
-        deadline, delay = time.monotonic() + wait, 0.005
-        while True:
-            now = self.clock()
-            lease = Lease(owner=owner, token=uuid.uuid4().hex, acquired_at=now, expires_at=now + round(ttl * 1000))
-            record = await self._take_lease(session_id, lease, now)
-            if record is not None:
-                return lease, record
-            current = await self.get_session(session_id)
-            remaining = deadline - time.monotonic()
-            if remaining <= 0:
-                raise busy_error(session_id, current.lease, now)
-            await asyncio.sleep(min(delay, remaining))
-            delay = min(delay * 2, _POLL_MAX)
-
-    async def renew_lease(self, session_id: SessionId, lease: Lease, *, ttl: float = DEFAULT_LEASE_TTL) -> Lease:
-        """Extend a held lease to ``ttl`` seconds from now and return it.
-
-        Raises:
-            SessionBusyError: the lease lapsed and another writer took it, or it was released (``lease_lost``).
-        """
-        renewed = replace(lease, expires_at=self.clock() + round(ttl * 1000))
-        if not await self._renew_lease(session_id, lease.token, renewed.expires_at):
-            current = await self.get_session(session_id)
-            raise busy_error(session_id, current.lease, self.clock(), lost=True)
-        return renewed
-
-    async def release_lease(self, session_id: SessionId, lease: Lease) -> None:
-        """Give a lease back; nothing happens when it was already taken over or released."""
-        await self._release_lease(session_id, lease.token)
-
-    # -- claims: background work done once across processes --------------------------------------
-
-    async def claim(self, key: str, *, owner: str, ttl: float) -> Claim | None:
-        """Claim the background work named ``key`` for ``ttl`` seconds; None while another live claim holds it.
-
-        Raises:
-            UsageError: ``ttl`` is not positive or ``key`` is empty.
-        """
-        if ttl <= 0 or not key:
-            raise UsageError(f"a claim needs a key and ttl > 0 (got key={key!r}, ttl={ttl})")
-        now = self.clock()
-        claim = Claim(key=key, owner=owner, token=uuid.uuid4().hex, expires_at=now + round(ttl * 1000))
-        return claim if await self._try_claim(claim, now) else None
-
-    async def release_claim(self, claim: Claim) -> None:
-        """Drop a claim (nothing happens when it lapsed and another process claimed the work since)."""
-        await self._release_claim(claim.key, claim.token)
 
     async def append_batches(self, batches: Mapping[SessionId, Sequence[NewEvent]]) -> dict[SessionId, list[Event]]:
         """Append to several sessions in one transaction: all batches land, or none.

@@ -1,0 +1,88 @@
+"""The `Store` protocol: where session logs live, as the layers above see it.
+
+`stellate.store.base.BaseStore` implements it once over a backend's primitives; a test double may implement it
+directly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Protocol, runtime_checkable
+
+from stellate.log.events import Event, NewEvent
+from stellate.store.leases import DEFAULT_LEASE_TTL
+from stellate.store.types import ForkRequest, Lease, SessionId, SessionRecord
+
+__all__ = ["Store"]
+
+
+@runtime_checkable
+class Store(Protocol):
+    """Where session logs live. Every method is atomic; a refused write changes nothing."""
+
+    async def create_session(
+        self,
+        *,
+        session_id: SessionId | None = None,
+        parent_id: SessionId | None = None,
+        fork: ForkRequest | None = None,
+        events: Sequence[NewEvent] = (),
+        source_id: SessionId | None = None,
+        fork_seq: int | None = None,
+    ) -> SessionRecord:
+        """Create a session, optionally inheriting a prefix of another by reference, with its first events."""
+        ...
+
+    async def append(
+        self,
+        session_id: SessionId,
+        events: Sequence[NewEvent],
+        *,
+        expected_seq: int | None = None,
+        lease: Lease | None = None,
+    ) -> list[Event]:
+        """Append a batch atomically; ``expected_seq`` guards against stale writers, ``lease`` proves ownership."""
+        ...
+
+    async def acquire_lease(
+        self, session_id: SessionId, *, owner: str, ttl: float = DEFAULT_LEASE_TTL, wait: float = 0.0
+    ) -> tuple[Lease, SessionRecord]:
+        """Take the session's lease (waiting up to ``wait`` seconds for a live one to end)."""
+        ...
+
+    async def renew_lease(self, session_id: SessionId, lease: Lease, *, ttl: float = DEFAULT_LEASE_TTL) -> Lease:
+        """Extend a held lease by ``ttl`` seconds from now."""
+        ...
+
+    async def release_lease(self, session_id: SessionId, lease: Lease) -> None:
+        """Give a lease back (nothing happens when it was already taken over)."""
+        ...
+
+    async def read_events(
+        self,
+        session_id: SessionId,
+        *,
+        start: int = 0,
+        stop: int | None = None,
+        types: Sequence[str] | None = None,
+        reverse: bool = False,
+        limit: int | None = None,
+    ) -> list[Event]:
+        """Events with ``start <= seq < stop`` (inherited prefix included), optionally by type, newest first."""
+        ...
+
+    async def get_session(self, session_id: SessionId) -> SessionRecord:
+        """A session's record; raises `NotFoundError` when unknown."""
+        ...
+
+    async def list_sessions(self, *, parent_id: SessionId | None = None, roots: bool = False) -> list[SessionRecord]:
+        """All sessions in creation order, or the children of ``parent_id``, or the roots."""
+        ...
+
+    async def repair(self, session_id: SessionId, *, lease: Lease | None = None) -> list[Event]:
+        """Close a turn left open by a dead writer; returns the events appended (none on a closed log)."""
+        ...
+
+    async def close(self) -> None:
+        """Release connections and threads."""
+        ...
