@@ -11,7 +11,6 @@ from typing import Any
 
 STELLATE = "stellate (durability=step, default)"
 STELLATE_TURN = "stellate (durability=turn)"
-STELLATE_FIXED = "stellate + proposed fixes (prototype)"
 STELLATE_REAL = "stellate, history from real turns"
 STELLATE_FULL = "stellate (durability=step, synchronous=FULL)"
 STELLATE_COLD = "stellate, cold: fresh store + Agent per turn"
@@ -28,7 +27,6 @@ AGENTS_PG = "Agents SDK + SQLAlchemySession"
 FORK_AGENT = "stellate fork_session(context=inherit)"
 FORK_STORE = "stellate store fork (ForkRequest, Boundary)"
 FORK_TURN = "stellate fork_session + 1 turn"
-FORK_TURN_FIXED = "stellate fork_session + 1 turn + proposed fix (prototype)"
 FORK_RAW_COPY = "raw floor: copy the N rows (naive)"
 FORK_RAW_REF = "raw floor: one lineage row (by reference)"
 FORK_LANGGRAPH = "LangGraph update_state on a past checkpoint"
@@ -70,14 +68,13 @@ class Case:
     case: str
     params: dict[str, Any]
     rows: dict[str, str]
-    patched: bool = False
     needs: tuple[str, ...] = field(default=())
     """Optional parts it needs: ``peers`` (the bench extra), ``pg`` (the server)."""
     once: bool = False
     """Run in the first repetition only: the case repeats its measurement inside its process (B3, B4)."""
 
     def spec(self) -> dict[str, Any]:
-        return {"case": self.case, "params": self.params, "patched": self.patched}
+        return {"case": self.case, "params": self.params}
 
 
 @dataclass(frozen=True)
@@ -97,7 +94,7 @@ class Sizes:
     runs: int
     """Timed repetitions inside the one process of each B3 and B4 case."""
     diagnostics: bool = True
-    """Also the control and diagnostic rows (real-turn history, stellate's own SQL, prototype fixes)."""
+    """Also the control and diagnostic rows (real-turn history, stellate's own SQL)."""
     b6_c: tuple[int, ...] = (1, 10, 100)
     """B6: concurrent sessions through HTTP."""
     b6_turns: int = 20
@@ -170,7 +167,6 @@ def _b1(bench: str, db: str, sizes: Sizes) -> list[Case]:
         cases += [
             Case(bench, h, "stellate.b1", base, {"": STELLATE}, needs=pg),
             Case(bench, h, "stellate.b1", {**base, "durability": "turn"}, {"": STELLATE_TURN}, needs=pg),
-            Case(bench, h, "stellate.b1", base, {"": STELLATE_FIXED}, patched=True, needs=pg),
             Case(bench, h, "raw.b1", {"h": h, "db": db, "k": sizes.k_raw}, {"": RAW_PG if pg else RAW}, needs=pg),
         ]
         if not pg:
@@ -203,10 +199,7 @@ def _b2(bench: str, db: str, sizes: Sizes) -> list[Case]:
     for n in sizes.b2_n:
         forks = {"n": n, "db": db, "forks": sizes.forks, "fork_turns": sizes.fork_turns}
         rows = {"agent": FORK_AGENT, "agent_turn": FORK_TURN, "store": FORK_STORE}
-        cases += [
-            Case(bench, n, "stellate.b2", forks, rows, needs=pg),
-            Case(bench, n, "stellate.b2", forks, {"agent_turn": FORK_TURN_FIXED}, patched=True, needs=pg),
-        ]
+        cases.append(Case(bench, n, "stellate.b2", forks, rows, needs=pg))
         if not pg:
             cold_rows = {"fork": FORK_COLD, "turn": FORK_COLD_TURN}
             cases.append(Case(bench, n, "stellate.b2_cold", forks, cold_rows))
@@ -268,7 +261,7 @@ def _b8(sizes: Sizes) -> list[Case]:
 
 
 def _diagnostic(case: Case) -> bool:
-    return case.patched or case.case == "raw.b1_shape" or bool(case.params.get("real"))
+    return case.case == "raw.b1_shape" or bool(case.params.get("real"))
 
 
 def cases(sizes: Sizes, benches: set[str]) -> list[Case]:

@@ -158,7 +158,6 @@ B1_RATIOS = [
     ("Agents SDK / stellate", P.AGENTS, P.STELLATE),
     ("stellate / raw floor", P.STELLATE, P.RAW),
     ("stellate durability=turn / raw floor", P.STELLATE_TURN, P.RAW),
-    ("stellate + fix / raw floor", P.STELLATE_FIXED, P.RAW),
     ("stellate synchronous=FULL / NORMAL", P.STELLATE_FULL, P.STELLATE),
     ("stellate cold / warm", P.STELLATE_COLD, P.STELLATE),
     ("LangGraph cold / warm", P.LANGGRAPH_COLD, P.LANGGRAPH),
@@ -174,7 +173,6 @@ B5_RATIOS = [
     ("LangGraph (PG) / stellate", P.LANGGRAPH_PG, P.STELLATE),
     ("Agents SDK (PG) / stellate", P.AGENTS_PG, P.STELLATE),
     ("stellate / raw PG floor", P.STELLATE, P.RAW_PG),
-    ("stellate + fix / raw PG floor", P.STELLATE_FIXED, P.RAW_PG),
 ]
 FORK_RATIOS = [
     ("LangGraph / stellate fork_session", P.FORK_LANGGRAPH, P.FORK_AGENT),

@@ -1,4 +1,4 @@
-"""The issue's targets, checked against one run's tables (src as it is; the prototype fixes in a side column)."""
+"""The issue's targets, checked against one run's tables."""
 
 from __future__ import annotations
 
@@ -22,18 +22,13 @@ class Verdict:
     name: str
     measured: str
     ok: bool | None
-    fixed: str = "–"
 
     def row(self) -> str:
         mark = {True: "**pass**", False: "**FAIL**", None: "n/a"}[self.ok]
-        return f"| {self.name} | {self.measured} | {mark} | {self.fixed} |"
+        return f"| {self.name} | {self.measured} | {mark} |"
 
 
-def _mark(ok: bool | None) -> str:
-    return {True: "pass", False: "fail", None: "n/a"}[ok]
-
-
-def _flat(t: Tables, bench: str, label: str, fixed: str | None) -> Verdict:
+def _flat(t: Tables, bench: str, label: str) -> Verdict:
     xs = t.xs(bench)
     name = f"{bench}: per-turn flat, H={xs[-1]:,} ≤ {FLAT}× H={xs[0]:,} ({label})" if xs else bench
     if len(xs) < 2:
@@ -47,11 +42,7 @@ def _flat(t: Tables, bench: str, label: str, fixed: str | None) -> Verdict:
         return f"{fmt(hi.ms)} / {fmt(lo.ms)} ms = {r:.2f}×", r <= FLAT
 
     measured, ok = check(label)
-    verdict = Verdict(name, measured, ok)
-    if fixed:
-        text, fixed_ok = check(fixed)
-        verdict.fixed = f"{text} ({_mark(fixed_ok)})"
-    return verdict
+    return Verdict(name, measured, ok)
 
 
 def _vs_peers(t: Tables, bench: str, peers: tuple[str, ...]) -> Verdict:
@@ -71,8 +62,7 @@ def _vs_peers(t: Tables, bench: str, peers: tuple[str, ...]) -> Verdict:
         return f"{who.split(' +')[0]} {fmt(best)} / {fmt(ours.ms)} ms = {r:.1f}×", r >= PEER_FACTOR
 
     measured, ok = check(P.STELLATE)
-    text, fixed_ok = check(P.STELLATE_FIXED)
-    return Verdict(name, measured, ok, f"{text} ({_mark(fixed_ok)})")
+    return Verdict(name, measured, ok)
 
 
 def _vs_floor(t: Tables, bench: str, floor: str) -> Verdict:
@@ -86,11 +76,10 @@ def _vs_floor(t: Tables, bench: str, floor: str) -> Verdict:
         return f"{worst:.0f}× at H={x:,}", worst <= FLOOR_FACTOR
 
     measured, ok = check(P.STELLATE)
-    text, fixed_ok = check(P.STELLATE_FIXED)
-    return Verdict(name, measured, ok, f"{text} ({_mark(fixed_ok)})")
+    return Verdict(name, measured, ok)
 
 
-def _fork(t: Tables, bench: str, label: str, fixed: str | None, *, bytes_too: bool = True) -> list[Verdict]:
+def _fork(t: Tables, bench: str, label: str, *, bytes_too: bool = True) -> list[Verdict]:
     xs = t.xs(bench)
     if len(xs) < 2:
         return []
@@ -113,11 +102,7 @@ def _fork(t: Tables, bench: str, label: str, fixed: str | None, *, bytes_too: bo
     checks = (("time", time_check), ("bytes", bytes_check)) if bytes_too else (("time", time_check),)
     for what, check in checks:
         measured, ok = check(label)
-        verdict = Verdict(f"{bench}: fork {what} independent of N={lo_x:,}→{hi_x:,} ({label})", measured, ok)
-        if fixed:
-            text, fixed_ok = check(fixed)
-            verdict.fixed = f"{text} ({_mark(fixed_ok)})"
-        out.append(verdict)
+        out.append(Verdict(f"{bench}: fork {what} independent of N={lo_x:,}→{hi_x:,} ({label})", measured, ok))
     return out
 
 
@@ -198,14 +183,14 @@ def verdicts(t: Tables) -> list[Verdict]:
         ("B5-turn", (P.LANGGRAPH_PG, P.AGENTS_PG), P.RAW_PG),
     ):
         if t.xs(bench):
-            out.append(_flat(t, bench, P.STELLATE, P.STELLATE_FIXED))
+            out.append(_flat(t, bench, P.STELLATE))
             out.append(_vs_peers(t, bench, peers))
             if bench == "B5-turn":
                 out.append(_vs_floor(t, bench, floor))
     for bench in ("B2", "B5-fork"):
-        out += _fork(t, bench, P.FORK_AGENT, None)
-        out += _fork(t, bench, P.FORK_STORE, None)
-    out += _fork(t, "B2", P.FORK_COLD, None)
+        out += _fork(t, bench, P.FORK_AGENT)
+        out += _fork(t, bench, P.FORK_STORE)
+    out += _fork(t, "B2", P.FORK_COLD)
     return out
 
 
@@ -213,6 +198,6 @@ def render(t: Tables) -> list[str]:
     rows = verdicts(t)
     if not rows:
         return []
-    lines = ["### Targets", "", "| target | measured (src as is) | verdict | with the proposed fixes (prototype) |"]
-    lines.append("|---|---|---|---|")
+    lines = ["### Targets", "", "| target | measured | verdict |"]
+    lines.append("|---|---|---|")
     return lines + [v.row() for v in rows]

@@ -1,6 +1,6 @@
 """Run one case in this process: ``python -m bench.worker '<json spec>'``; the last stdout line is the result.
 
-A spec is ``{"case": "<system>.<bench>", "params": {...}, "patched": false}``. The worker makes a temporary
+A spec is ``{"case": "<system>.<bench>", "params": {...}}``. The worker makes a temporary
 directory (and, for ``db: pg``, a throwaway schema) that it removes afterwards.
 """
 
@@ -33,10 +33,6 @@ MODULES = {
 def run_case(spec: dict[str, Any]) -> dict[str, Any]:
     """Run one case in this process and return its measurements."""
     system, function = spec["case"].split(".", 1)
-    if spec.get("patched"):
-        from bench import patches
-
-        patches.apply()
     fn = getattr(importlib.import_module(MODULES[system]), function)
     with ExitStack() as stack:
         params = dict(spec["params"])

@@ -23,7 +23,7 @@ from bench.common import pg_problem
 from bench.report import Tables, aggregate, render
 from bench.run import missing
 from bench.targets import verdicts
-from bench.worker import RESULT_PREFIX, run_case
+from bench.worker import run_case
 
 ROOT = Path(__file__).resolve().parents[2]
 IN_CI = os.environ.get("CI", "").lower() == "true"
@@ -53,20 +53,10 @@ def _check(case: plan.Case, result: dict[str, Any]) -> None:
             assert part["bytes"] >= 0
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if not c.patched], ids=_id)
+@pytest.mark.parametrize("case", CASES, ids=_id)
 def test_case_runs(case: plan.Case) -> None:
     _require(case)
     _check(case, run_case(case.spec()))
-
-
-@pytest.mark.parametrize("case", [c for c in CASES if c.patched and not c.needs], ids=_id)
-def test_prototype_fixes_run_in_their_own_process(case: plan.Case) -> None:
-    """The prototypes monkeypatch stellate, so they never run inside the test process."""
-    command = [sys.executable, "-m", "bench.worker", json.dumps(case.spec())]
-    done = subprocess.run(command, capture_output=True, text=True, cwd=ROOT, timeout=100, check=False)
-    assert done.returncode == 0, done.stderr[-2000:]
-    line = [ln for ln in done.stdout.splitlines() if ln.startswith(RESULT_PREFIX)][-1]
-    _check(case, json.loads(line[len(RESULT_PREFIX) :]))
 
 
 def test_postgres_is_reachable_under_ci() -> None:
