@@ -3,6 +3,7 @@ from __future__ import annotations
 from stellate.log import (
     AssistantMessage,
     Event,
+    SystemMessage,
     ToolCall,
     ToolMessage,
     TranscriptFold,
@@ -115,6 +116,23 @@ def test_a_copied_fold_shares_messages_and_stays_independent_of_its_source() -> 
     assert [m.content for m in twin.messages()] == ["a", "ok", "b", "ok", "twin only", "ok"]
     assert [m.content for m in source.messages()] == ["ok", "source only", "ok"]
     assert twin.kept_weight == 6 and source.kept_weight == 3 and twin.summary is None
+
+
+def test_messages_put_the_lead_first_then_shared_runs_own_messages_and_the_open_turn() -> None:
+    fold = TranscriptFold()
+    for event in _closed_turn(0, 1, "a"):
+        fold.add(event)
+    fold = fold.copy()  # the first turn now sits in a shared run
+    for event in _closed_turn(4, 2, "b"):
+        fold.add(event)
+    fold.add(Event(seq=8, type="turn/start", time=0, data={"turn": 3}))
+    fold.add(Event(seq=9, type="user/message", time=0, data={"content": "c"}))
+    lead = [SystemMessage(content="prompt")]
+    messages = fold.messages(lead)
+    assert [m.content for m in messages] == ["prompt", "a", "ok", "b", "ok", "c"]
+    messages.append(UserMessage(content="not kept"))  # a new list: neither the lead nor the fold changes
+    assert lead == [SystemMessage(content="prompt")]
+    assert [m.content for m in fold.messages()] == ["a", "ok", "b", "ok", "c"]
 
 
 def test_kept_since_returns_the_messages_from_a_seq_across_shared_runs() -> None:

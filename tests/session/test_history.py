@@ -11,7 +11,7 @@ import pytest
 
 from stellate.llm.scripted import ScriptedLLM
 from stellate.llm.tokens import HeuristicTokenCounter
-from stellate.log import Message, NewEvent, make_event
+from stellate.log import Event, Message, NewEvent, SystemMessage, make_event
 from stellate.log.segments import decode_segment, encode_segment
 from stellate.session import Session, SessionRuntime
 from stellate.session.history import History
@@ -259,3 +259,15 @@ async def test_turns_after_a_cold_open_store_further_segments(store: SqliteStore
     again = await Session.load(store, sid, SessionRuntime(llm=ScriptedLLM(["ok"])))
     messages: list[Message] = await again.messages()
     assert messages == await session.messages()
+
+
+def test_history_messages_put_the_lead_before_what_a_failed_compression_left() -> None:
+    history = History(inherited=0)
+    events = [*plain_turn(1, "old"), *plain_turn(2, "kept")]
+    events.append(
+        make_event("error/reported", {"code": "compress_failed", "message": "down", "dropped_through_seq": 5})
+    )
+    history.absorb(Event(seq=i, type=e.type, time=e.time, data=e.data) for i, e in enumerate(events))
+    lead = [SystemMessage(content="prompt")]
+    assert [m.content for m in history.history_messages(lead)] == ["prompt", "kept 2", "answer 2"]
+    assert [m.content for m in history.history_messages()] == ["kept 2", "answer 2"]

@@ -149,8 +149,9 @@ class TranscriptFold:
         """Weight of each of `kept`."""
         return self._flat(lambda run: run.weights)
 
-    def _flat(self, column: Callable[[KeptRun], list[Any]]) -> list[Any]:
-        out: list[Any] = []
+    def _flat(self, column: Callable[[KeptRun], list[Any]], out: list[Any] | None = None) -> list[Any]:
+        """One column of every run, appended to ``out`` (a new list by default)."""
+        out = [] if out is None else out
         for run in self._all_runs():
             values = column(run)
             out.extend(values if run.count == len(values) else values[: run.count])
@@ -239,9 +240,15 @@ class TranscriptFold:
         """Sanitized messages of the open turn (empty between turns)."""
         return sanitize_messages([m for _, m in self.turn]) if self.turn else []
 
-    def messages(self) -> list[Message]:
-        """The transcript's messages after the summary, open turn included."""
-        return self.kept + self.open_turn_messages()
+    def messages(self, lead: Iterable[Message] = ()) -> list[Message]:
+        """The transcript's messages after the summary, open turn included, after ``lead`` (one new list).
+
+        Built in a single pass over the shared runs: a model call's context copies the history once, not once
+        per layer that adds to it (O(messages) is inherent, since the request carries them all).
+        """
+        out = self._flat(lambda run: run.messages, list(lead))
+        out.extend(self.open_turn_messages())
+        return out
 
     def transcript(self) -> Transcript:
         """The transcript as it stands."""

@@ -57,7 +57,7 @@ def build_prefix(slots: Slots, summary: str | None, language: Language = "en") -
 
 def build_context(history: History, language: Language = "en") -> list[Message]:
     """The exact messages of the next model call, from the session's folded log."""
-    return build_prefix(history.slots, history.fold.summary, language) + history.history_messages()
+    return history.history_messages(lead=build_prefix(history.slots, history.fold.summary, language))
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

@@ -8,6 +8,7 @@ cuts the log into immutable fold segments (`stellate.log.segments`) for the sess
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 from collections.abc import Callable, Iterable, Sequence
 
@@ -202,18 +203,21 @@ class History:
         self.new_segments.append(segment)
         self.segment_end = segment.end
 
-    def history_messages(self) -> list[Message]:
+    def history_messages(self, lead: Iterable[Message] = ()) -> list[Message]:
         """Messages after the summary (open turn included), minus any part dropped by a failed compression.
+
+        Args:
+            lead: Messages to put first (the context's system messages), in the same new list.
 
         Raises:
             UsageError: the history was opened from its record alone (`from_record`).
         """
         self.require_transcript()
         if self.bounded_through is None:
-            return self.fold.messages()
+            return self.fold.messages(lead)
         seqs, kept = self.fold.kept_seqs, self.fold.kept
-        keep_from = next((i for i, s in enumerate(seqs) if s > self.bounded_through), len(kept))
-        return kept[keep_from:] + self.fold.open_turn_messages()
+        keep_from = bisect.bisect_right(seqs, self.bounded_through)
+        return [*lead, *kept[keep_from:], *self.fold.open_turn_messages()]
 
 
 async def store_new_segments(store: BaseStore, session_id: SessionId, history: History) -> None:

@@ -299,7 +299,7 @@ class Session:
         self.history.require_transcript()
         summary = self.history.fold.summary
         lead: list[Message] = [SystemMessage(content=summary_text(summary, self.runtime.language))] if summary else []
-        return lead + self.history.fold.messages()
+        return self.history.fold.messages(lead)
 
     def context(self) -> list[Message]:
         """The exact messages the next model call would get (without a new user message)."""
