@@ -172,6 +172,21 @@ def test_a_session_is_renamed_inline(server: ServerThread, page: Any) -> None:
     poll(lambda: page.locator(".tree .label", has_text="New name").count() == 1, what="the tree follows")
 
 
+def test_a_name_being_typed_survives_updates_of_the_tree(server: ServerThread, page: Any) -> None:
+    agent = server.agents["default"]
+    session = server.run(agent.create_session(label="Old name"))
+    open_ui(page, server.url, f"#/chat/{session.id}")
+    page.get_by_role("button", name="Old name", exact=True).click()
+    field = page.get_by_label("New name")
+    field.fill("Half typed")
+    server.run(agent.create_session(label="Another"))  # the tree refreshes while the person types
+    poll(lambda: page.locator(".tree .label", has_text="Another").count() == 1, what="the tree follows")
+    assert field.input_value() == "Half typed"
+    field.press("Enter")
+    poll(lambda: server.run(agent.get_session_digest(session.id)).label == "Half typed", what="rename")
+    page.locator(".chat-header .rename", has_text="Half typed").wait_for()
+
+
 def _events(server: ServerThread, session_id: str) -> list[Any]:
     async def read() -> list[Any]:
         store = await server.agents["default"].store()

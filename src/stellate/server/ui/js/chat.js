@@ -137,6 +137,7 @@ class ChatPage {
   }
 
   renderHeader() {
+    if (this.renaming) return; // the tree refreshes often: a name being typed must survive it
     clear(this.header);
     if (!this.detail) return;
     const node = forest.nodes.get(this.id);
@@ -153,7 +154,10 @@ class ChatPage {
 
   rename(title, current) {
     const input = h('input', { type: 'text', value: current, 'aria-label': t('chat.rename') });
+    this.renaming = true;
     const done = async (save) => {
+      if (!this.renaming) return; // Enter, then the blur of the removed field: save once
+      this.renaming = false;
       if (save && input.value.trim() && input.value.trim() !== current) {
         try {
           await api(`/sessions/${sid(this.id)}`, { method: 'PATCH', body: { label: input.value.trim() } });
