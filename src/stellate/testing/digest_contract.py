@@ -15,7 +15,7 @@ from typing import Any
 from stellate.log import make_event
 from stellate.store import BaseStore, Boundary, CompletedTurn, ForkRequest, SessionId
 from stellate.store.digests import digest_of
-from stellate.testing.store_contract import open_tool_turn, turn
+from stellate.testing.contract_support import open_tool_turn, turn
 
 S = SessionId
 
