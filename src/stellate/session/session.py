@@ -381,7 +381,8 @@ class Session:
             fork = inherit_request(self.id, self.history.cursor, at_seq=at_seq, boundary=boundary)
         elif callable(context):
             copied = await copied_context(context, await self.messages())
-            events.extend([copied] if copied is not None else [])
+            if copied is not None:
+                events.append(copied)
         elif context != "none":
             raise UsageError(f"fork context must be 'none', 'inherit' or a function, not {context!r}")
         if prompt:
