@@ -1,4 +1,8 @@
-"""Imports point down the layers of DESIGN.md §1, never up; the core imports no optional extra."""
+"""Imports point down the layers of DESIGN.md §1, never up; the core imports no optional extra.
+
+Also: no module reaches into the private names of the session layer's objects from another module (`Turn` and
+the agent write through `Session.writer`, STYLE.md Part 3).
+"""
 
 from __future__ import annotations
 
@@ -50,6 +54,40 @@ def test_every_layer_imports_only_layers_below_it() -> None:
         for imported in stellate_imports(path) - SHARED - {layer}:
             if imported not in ALLOWED[layer]:
                 violations.append(f"{relative} imports stellate.{imported}")
+    assert violations == []
+
+
+def private_names_defined(path: Path) -> set[str]:
+    """Private methods and ``self._x`` attributes a module defines."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef) and node.name.startswith("_"):
+            found.add(node.name)
+        elif isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store) and node.attr.startswith("_"):
+            found.add(node.attr)
+    return {name for name in found if not name.startswith("__")}
+
+
+def private_names_used_on_others(path: Path) -> set[str]:
+    """Private attributes a module reads on objects other than ``self`` and ``cls``."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Attribute) and node.attr.startswith("_") and not node.attr.startswith("__"):
+            if not (isinstance(node.value, ast.Name) and node.value.id in ("self", "cls")):
+                found.add(node.attr)
+    return found
+
+
+def test_no_module_reaches_into_the_private_names_of_another_session_module() -> None:
+    writers = ("session.py", "writer.py", "estimates.py", "lease.py")
+    defined = {SRC / "session" / name: private_names_defined(SRC / "session" / name) for name in writers}
+    violations = []
+    for path in SRC.rglob("*.py"):
+        used = private_names_used_on_others(path)
+        for owner, names in defined.items():
+            if owner != path and used & names:
+                reached = ", ".join(sorted(used & names))
+                violations.append(f"{path.relative_to(SRC)} uses {reached} of {owner.relative_to(SRC)}")
     assert violations == []
 
 

@@ -113,7 +113,7 @@ def state(history: History) -> tuple[Any, ...]:
 async def reference(store: BaseStore, sid: SessionId, inherited: int = 0) -> tuple[Any, ...]:
     """The state folded from every event, without any segment."""
     session = Session(store, await store.get_session(sid), runtime())
-    history = History(inherited=inherited, weigh=session._weigh)
+    history = History(inherited=inherited, weigh=session.estimator.weigh)
     history.absorb(await store.read_events(sid))
     return state(history)
 
@@ -246,7 +246,7 @@ async def test_weights_of_another_token_counter_are_recomputed(store: SqliteStor
 
     other = SessionRuntime(llm=ScriptedLLM(["ok"]), token_counter=Doubled())
     loaded = await Session.load(store, sid, other)
-    assert loaded.history.fold.kept_weights == [loaded._weigh(m) for m in loaded.history.fold.kept]
+    assert loaded.history.fold.kept_weights == [loaded.estimator.weigh(m) for m in loaded.history.fold.kept]
 
 
 async def test_turns_after_a_cold_open_store_further_segments(store: SqliteStore) -> None:

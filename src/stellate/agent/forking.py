@@ -76,7 +76,7 @@ class Forker:
     async def _fork_traced(self, source_id: str, options: ForkOptions) -> SessionRecord:
         settings = self._settings
         source = await self._source(source_id)
-        source._check_writable()
+        source.writer.check_writable()
         if options.profile is not None and options.profile not in settings.registries.profiles:
             plan_fork(
                 source_id=source_id,
@@ -128,7 +128,7 @@ class Forker:
             self._sessions.remember(await source.open_child(child, self._sessions.runtime(config)), config)
         else:
             self._sessions.remember_config(child.id, config)  # opened on first use, from its source's segments
-        await source._write(
+        await source.writer.write(
             [make_event("session/forked", {"child_id": child.id, "turn": source.history.cursor.last_turn})],
             check_writable=False,
         )

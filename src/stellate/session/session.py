@@ -1,32 +1,24 @@
 """The Session primitive (seed 001): one conversation, one log, exactly one model call per `send`.
 
 A `Session` mirrors its log in memory (`History`), so assembling the next context never rereads the
-store. Writes are staged and committed in batches with an expected-seq check: a turn costs two small
-transactions (one with ``durability="turn"``), whatever the length of the history.
+store. Writes go through its `SessionWriter` (`stellate.session.writer`), staged and committed in batches with
+an expected-seq check: a turn costs two small transactions (one with ``durability="turn"``), whatever the
+length of the history.
 """
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import inspect
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from typing import Any
 
-from stellate.errors import (
-    ArchivedError,
-    ConflictError,
-    ForkError,
-    NotFoundError,
-    SessionBusyError,
-    UsageError,
-)
-from stellate.llm.tokens import CachingTokenCounter, default_token_counter
+from stellate.errors import SessionBusyError, UsageError
 from stellate.llm.types import TokenCounter
-from stellate.log.events import Event, NewEvent, make_event
-from stellate.log.messages import Message, SystemMessage, message_to_json
-from stellate.log.transcript import sanitize_messages
-from stellate.session.context import build_context, build_prefix, summary_text
+from stellate.log.events import make_event
+from stellate.log.messages import Message, SystemMessage
+from stellate.session.context import build_context, summary_text
+from stellate.session.estimates import PromptEstimator
+from stellate.session.forks import copied_context, inherit_request, opening_events, refuse_existing
 from stellate.session.history import History, load_history, store_new_segments
 from stellate.session.lease import LeaseHolder
 from stellate.session.output import OutputContract, as_contract, send_structured
@@ -41,8 +33,9 @@ from stellate.session.types import (
     SessionRuntime,
     SessionStreamEvent,
 )
+from stellate.session.writer import SessionWriter
 from stellate.store.base import BaseStore
-from stellate.store.types import Anchor, Boundary, CompletedTurn, ForkRequest, Lease, SessionId, SessionRecord
+from stellate.store.types import ForkRequest, Lease, SessionId, SessionRecord
 
 __all__ = ["Session"]
 
@@ -54,19 +47,38 @@ class Session:
     """A conversation backed by an append-only log. Create with `Session.create`, reopen with `Session.load`."""
 
     def __init__(self, store: BaseStore, record: SessionRecord, runtime: SessionRuntime) -> None:
-        self.store = store
-        self.record = record
-        """Identity and lineage as stored (slots and cursor live in `history`)."""
         self.runtime = runtime
-        # Shared by every estimate of the session, so each message is tokenized once (issue 11).
-        self.counter: TokenCounter = CachingTokenCounter(runtime.token_counter or default_token_counter())
-        self.history = History(inherited=record.inherited, weigh=self._weigh, weigh_key=self._weigh_key)
-        self._pending: list[NewEvent] = []
-        self._flush_lock = asyncio.Lock()
-        self._calibration = 0
-        self._lease = LeaseHolder(store, record.id, runtime)
-        self._stale = False
-        """A failed write could not be followed by a read of the store: the history may differ from it."""
+        self.estimator = PromptEstimator(runtime.token_counter, runtime.language)
+        """Token estimates of the next call's prompt (internal: `Turn` calibrates it after each call)."""
+        weigh, weigh_key = self.estimator.weigh, self.estimator.weigh_key
+        history = History(inherited=record.inherited, weigh=weigh, weigh_key=weigh_key)
+        lease = LeaseHolder(store, record.id, runtime)
+        self.writer = SessionWriter(store, record, history, lease, weigh=weigh, weigh_key=weigh_key)
+        """The session's write path (internal: `Turn` and the agent stage and commit events through it)."""
+
+    @property
+    def store(self) -> BaseStore:
+        """The store holding the session; setting it moves the session's reads and writes there (its `writer`'s too)."""
+        return self.writer.store
+
+    @store.setter
+    def store(self, store: BaseStore) -> None:
+        self.writer.store = store
+
+    @property
+    def record(self) -> SessionRecord:
+        """Identity and lineage as stored (slots and cursor live in `history`)."""
+        return self.writer.record
+
+    @property
+    def history(self) -> History:
+        """The session's log as folded in memory (owned by `writer`, which keeps it equal to the store)."""
+        return self.writer.history
+
+    @property
+    def counter(self) -> TokenCounter:
+        """The token counter behind every estimate of this session (caching: each message is counted once)."""
+        return self.estimator.counter
 
     # -- opening ---------------------------------------------------------------------------------
 
@@ -83,7 +95,7 @@ class Session:
         config: dict[str, object] | None = None,
     ) -> Session:
         """Create a root (or, with ``parent_id``, a child without inherited context)."""
-        events = _opening_events(label, system_prompt, config)
+        events = opening_events(label, system_prompt, config)
         record = await store.create_session(session_id=session_id, parent_id=parent_id, events=events)
         return await cls._open(store, record, runtime)
 
@@ -109,12 +121,13 @@ class Session:
     ) -> Session:
         """Open ``record``; with its fork ``source`` in memory, reuse the source's fold and read only own events."""
         session = cls(store, record, runtime)
-        if source is not None and source.history.next_seq == record.inherited and not source._pending:
-            session.history = source.history.fork(weigh=session._weigh, weigh_key=session._weigh_key)
-            session.history.absorb(await store.read_events(record.id, start=record.inherited))
+        writer, estimator = session.writer, session.estimator
+        if source is not None and source.history.next_seq == record.inherited and not source.writer.has_pending:
+            writer.history = source.history.fork(weigh=estimator.weigh, weigh_key=estimator.weigh_key)
+            writer.history.absorb(await store.read_events(record.id, start=record.inherited))
         else:  # from the stored fold segments, folding only the events after them
-            session.history = await load_history(store, record, weigh=session._weigh, weigh_key=session._weigh_key)
-        await store_new_segments(store, record.id, session.history)
+            writer.history = await load_history(store, record, weigh=estimator.weigh, weigh_key=estimator.weigh_key)
+        await store_new_segments(store, record.id, writer.history)
         return session
 
     @classmethod
@@ -125,7 +138,8 @@ class Session:
         recording the fork need; its transcript is not loaded, so reading or sending raises `UsageError`.
         """
         session = cls(store, record, runtime)
-        session.history = History.from_record(record, weigh=session._weigh, weigh_key=session._weigh_key)
+        estimator = session.estimator
+        session.writer.history = History.from_record(record, weigh=estimator.weigh, weigh_key=estimator.weigh_key)
         return session
 
     async def open_child(self, record: SessionRecord, runtime: SessionRuntime | None = None) -> Session:
@@ -134,19 +148,14 @@ class Session:
 
     async def refresh(self) -> None:
         """Catch up with events other writers appended since this object last wrote."""
-        if self._stale:
-            await self._reload()
-            return
-        record = await self.store.get_session(self.id)
-        if record.next_seq > self.history.next_seq and not self._pending:
-            self.history.absorb(await self.store.read_events(self.id, start=self.history.next_seq))
+        await self.writer.refresh()
 
     # -- the lease: one writer per session, across processes --------------------------------------
 
     @property
     def lease(self) -> Lease | None:
         """The session's lease while this object holds it (inside `hold`), else None."""
-        return self._lease.current
+        return self.writer.lease.current
 
     @contextlib.asynccontextmanager
     async def hold(self, *, wait: float | None = None, until_turn_end: bool = False) -> AsyncIterator[Session]:
@@ -166,26 +175,16 @@ class Session:
         Raises:
             SessionBusyError: another writer still holds the session after ``wait`` seconds.
         """
-        if self._lease.current is not None:
+        if self.writer.lease.current is not None:
             yield self
             return
-        record = await self._lease.take(self.runtime.busy_timeout if wait is None else wait)
-        self._lease.ends_with_turn = until_turn_end
+        record = await self.writer.lease.take(self.runtime.busy_timeout if wait is None else wait)
+        self.writer.lease.ends_with_turn = until_turn_end
         try:
-            await self._catch_up(record)
+            await self.writer.catch_up(record)
             yield self
         finally:
-            await self._lease.give_back()
-
-    async def _catch_up(self, record: SessionRecord) -> None:
-        """Under a fresh lease: repair a dead writer's open turn, then read what others appended meanwhile."""
-        if record.cursor.turn_open:  # nobody else holds the lease, so whoever opened this turn is gone
-            await self.store.repair(self.id, lease=self._lease.current)
-            record = await self.store.get_session(self.id)
-        if record.next_seq < self.history.next_seq or self._pending or self._stale:
-            await self._reload()
-        elif record.next_seq > self.history.next_seq:
-            self.history.absorb(await self.store.read_events(self.id, start=self.history.next_seq))
+            await self.writer.lease.give_back()
 
     # -- identity and slots ----------------------------------------------------------------------
 
@@ -231,23 +230,23 @@ class Session:
 
     async def set_system_prompt(self, content: str) -> None:
         """Replace the system prompt."""
-        await self._write([make_event("system_prompt/set", {"content": content})])
+        await self.writer.write([make_event("system_prompt/set", {"content": content})])
 
     async def set_label(self, label: str) -> None:
         """Rename the session; the identity line of the next call follows."""
-        await self._write([make_event("label/set", {"label": label})])
+        await self.writer.write([make_event("label/set", {"label": label})])
 
     async def put_memory(self, content: str) -> None:
         """Replace the memory."""
-        await self._write([make_event("memory/put", {"content": content})])
+        await self.writer.write([make_event("memory/put", {"content": content})])
 
     async def put_insight(self, content: str) -> None:
         """Replace the pending insight (one-shot; consumed by the next successful call)."""
-        await self._write([make_event("insight/put", {"content": content})])
+        await self.writer.write([make_event("insight/put", {"content": content})])
 
     async def clear_insight(self) -> None:
         """Drop the pending insight unread."""
-        await self._write([make_event("insight/cleared")])
+        await self.writer.write([make_event("insight/cleared")])
 
     async def archive(self) -> None:
         """Make the session read-only; archiving twice is harmless. Waits for a running turn to end.
@@ -257,7 +256,7 @@ class Session:
         """
         async with self.hold():
             if not self.is_archived:
-                await self._write([make_event("session/archived")], check_writable=False)
+                await self.writer.write([make_event("session/archived")], check_writable=False)
 
     # -- conversation ----------------------------------------------------------------------------
 
@@ -321,7 +320,7 @@ class Session:
 
     async def consolidate(self) -> str:
         """Turn the history into a new memory with ``consolidate_fn`` and store it (replace semantics)."""
-        self._check_writable()
+        self.writer.check_writable()
         memory = await self.consolidate_fn(self.memory, await self.messages())
         cursor = self.history.cursor
         data = {
@@ -330,7 +329,7 @@ class Session:
             "through_seq": cursor.next_seq - 1,
             "turn": cursor.last_turn,
         }
-        await self._write([make_event("memory/put", data)])
+        await self.writer.write([make_event("memory/put", data)])
         return memory
 
     # -- fork ------------------------------------------------------------------------------------
@@ -374,24 +373,22 @@ class Session:
         Raises:
             ForkError: ``child_exists``, ``fork_unavailable``, ``invalid_boundary`` (see the store's rules).
         """
-        events = _opening_events(label, system_prompt, config)
+        events = opening_events(label, system_prompt, config)
         fork: ForkRequest | None = None
         if (at_seq is not None or boundary is not None) and context != "inherit":
             raise UsageError("at_seq and boundary choose a point of inherited history: use them with context='inherit'")
         if context == "inherit":
-            fork = self._inherit_request(at_seq, boundary)
+            fork = inherit_request(self.id, self.history.cursor, at_seq=at_seq, boundary=boundary)
         elif callable(context):
-            selected = context(await self.messages())
-            chosen = await selected if inspect.isawaitable(selected) else selected
-            copied = sanitize_messages(list(chosen))
-            if copied:
-                events.append(make_event("context/imported", {"messages": [message_to_json(m) for m in copied]}))
+            copied = await copied_context(context, await self.messages())
+            if copied is not None:
+                events.append(copied)
         elif context != "none":
             raise UsageError(f"fork context must be 'none', 'inherit' or a function, not {context!r}")
         if prompt:
             events.append(make_event("assistant/message", {"content": prompt, "tool_calls": []}))
-        if session_id is not None and await _exists(self.store, session_id):
-            raise ForkError(f"a session {session_id!r} already exists", code="child_exists", session_id=session_id)
+        if session_id is not None:
+            await refuse_existing(self.store, session_id)
         record = await self.store.create_session(
             session_id=session_id,
             parent_id=parent_id if parent_id is not None else self.id,
@@ -401,135 +398,15 @@ class Session:
         )
         return record
 
-    def _inherit_request(self, at_seq: int | None, boundary: int | None) -> ForkRequest | None:
-        if boundary is not None:
-            return ForkRequest(source_id=self.id, point=Boundary(seq=boundary))
-        if at_seq is not None:
-            return ForkRequest(source_id=self.id, point=Anchor(at_seq=at_seq))
-        cursor = self.history.cursor
-        if cursor.turn_open:
-            return ForkRequest(source_id=self.id, point=CompletedTurn())
-        if cursor.next_seq == 0:
-            return None
-        return ForkRequest(source_id=self.id, point=Boundary(seq=cursor.next_seq - 1))
-
-    # -- writing ---------------------------------------------------------------------------------
-
-    def _check_writable(self) -> None:
-        if self.is_archived:
-            raise ArchivedError(f"session {self.id} is archived and read-only", session_id=self.id)
-
-    async def _write(self, events: list[NewEvent], *, check_writable: bool = True) -> None:
-        if check_writable:
-            self._check_writable()
-        self._stage(events)
-        await self._flush()
-
-    def _stage(self, events: Sequence[NewEvent]) -> None:
-        """Number ``events`` after the log, fold them into the history now, and queue them for the store."""
-        seq = self.history.next_seq
-        numbered = [
-            Event(seq=seq + i, type=e.type, time=e.time, data=e.data, ignorable=e.ignorable)
-            for i, e in enumerate(events)
-        ]
-        self.history.absorb(numbered)
-        self._pending.extend(events)
-
-    async def _flush(self, *, closing_turn: bool = False) -> None:
-        """Commit staged events in order; on a conflict with another writer, rebase them once and retry.
-
-        ``closing_turn``: the batch closes a turn; when the lease was taken for that turn alone, the same
-        transaction gives it back.
-        """
-        async with self._flush_lock:
-            if not self._pending:
-                return
-            batch, self._pending = self._pending, []
-            release = closing_turn and self._lease.ends_with_turn
-            try:
-                await self._append(batch, release)
-            except ConflictError as exc:
-                if exc.code != "seq_conflict":  # busy, lease lost, file locked: retrying here would only wait again
-                    await self._reload()
-                    raise
-                await self._rebase(batch, release)
-            except BaseException:
-                await self._reload()
-                raise
-            if release:
-                self._lease.released()
-            await store_new_segments(self.store, self.id, self.history)
-
-    async def _append(self, batch: list[NewEvent], release: bool) -> None:
-        """Append ``batch``, the last staged events, under this session's lease."""
-        first = self.history.next_seq - len(batch)
-        lease = self._lease.current
-        await self.store.append(self.id, batch, expected_seq=first, lease=lease, release_lease=release and bool(lease))
-
-    async def _rebase(self, batch: list[NewEvent], release: bool) -> None:
-        """Replay a refused batch after events another writer added.
-
-        Only free-standing slot events can land inside a turn this session holds, so the batch still fits.
-        """
-        await self._reload()
-        self._stage(batch)
-        self._pending = []
-        try:
-            await self._append(batch, release)
-        except BaseException:
-            await self._reload()
-            raise
-
-    async def _reload(self) -> None:
-        # Until the store has been read, the history may hold events the store never took; when the read fails
-        # too (the store is down) the next turn or `refresh` reloads in full rather than trust it by its length.
-        self._pending, self._stale = [], True
-        record = await self.store.get_session(self.id)
-        history = await load_history(self.store, record, weigh=self._weigh, weigh_key=self._weigh_key)
-        self.record, self.history, self._stale = record, history, False
-
     # -- token estimates -------------------------------------------------------------------------
-
-    def _weigh(self, message: Message) -> int:
-        return self.counter.count((message,))
-
-    @property
-    def _weigh_key(self) -> str:
-        """Names the token counter in stored fold segments (weights of another counter are recomputed)."""
-        counter = self.counter
-        measuring = counter.counter if isinstance(counter, CachingTokenCounter) else counter
-        return type(measuring).__qualname__
-
-    def _calibrate(self, offset: int) -> None:
-        """Remember how far the estimate was from the provider's count for the last call."""
-        self._calibration = offset
 
     def heuristic_prompt_tokens(self) -> int:
         """The token counter's estimate of the next call's prompt, kept incrementally (O(1) in the history)."""
-        history = self.history
-        prefix = build_prefix(history.slots, history.fold.summary, self.runtime.language)
-        return self.counter.count(prefix + history.fold.open_turn_messages()) + history.fold.kept_weight
+        return self.estimator.heuristic(self.history)
 
     def estimate_prompt_tokens(self) -> int:
         """Estimated size of the next call's prompt, corrected by the provider's count of the last call."""
-        return self.heuristic_prompt_tokens() + self._calibration
-
-
-async def _exists(store: BaseStore, session_id: SessionId) -> bool:
-    try:
-        await store.get_session(session_id)
-    except NotFoundError:
-        return False
-    return True
-
-
-def _opening_events(label: str, system_prompt: str | None, config: dict[str, object] | None) -> list[NewEvent]:
-    events = [make_event("session/created", {"label": label})]
-    if system_prompt:
-        events.append(make_event("system_prompt/set", {"content": system_prompt}))
-    if config:
-        events.append(make_event("config/frozen", {"config": dict(config)}))
-    return events
+        return self.estimator.estimate(self.history)
 
 
 async def _refuse_tools(turn: Turn, result: SendResult) -> None:

@@ -2,7 +2,8 @@
 
 The engine's tool loop drives a `Turn` step by step; `Session.send` is a turn of exactly one step. Whatever
 ends the turn — success, an exception, a cancellation — the log is left valid: pending tool calls get
-error results, the step is closed, and ``turn/end`` records why.
+error results, the step is closed, and ``turn/end`` records why. A turn writes through its session's
+internal surface: `Session.writer` stages and commits its events, `Session.estimator` learns from each call.
 """
 
 from __future__ import annotations
@@ -59,16 +60,16 @@ class Turn:
 
     async def __aenter__(self) -> Turn:
         session = self._session
-        session._check_writable()
+        session.writer.check_writable()
         self._check_fits()
         # The session's only writer from here on; a lease taken for this turn alone goes back with its last write.
         await self._lease.enter_async_context(session.hold(until_turn_end=True))
         try:
-            session._check_writable()
+            session.writer.check_writable()
             if session.history.cursor.turn_open:
                 raise UsageError(f"session {session.id} already has turn {session.history.cursor.last_turn} open")
             self.number = session.history.cursor.last_turn + 1
-            session._stage(
+            session.writer.stage(
                 [
                     make_event("turn/start", {"turn": self.number}),
                     make_event("user/message", {"content": self._content}),
@@ -122,17 +123,17 @@ class Turn:
         cursor = session.history.cursor
         if cursor.step_open and not cursor.step_replied and self._partial:
             partial, _ = storable_text("".join(self._partial))
-            session._stage([_assistant_event(partial, (), None, interrupted=True)])
-        session._stage(self._closers(reason, error))
+            session.writer.stage([_assistant_event(partial, (), None, interrupted=True)])
+        session.writer.stage(self._closers(reason, error))
         try:
-            # On any failure `_flush` leaves the session equal to the store. A store that was busy or gone
+            # On any failure `flush` leaves the session equal to the store. A store that was busy or gone
             # may still show this turn open: the next turn, taking the lease, repairs it (see `Session.hold`).
-            await session._flush(closing_turn=True)
+            await session.writer.flush(closing_turn=True)
         except FormatError as refusal:
             # Something unstorable slipped past the checks and the store refused the whole batch. Close what
             # the store holds, with the refusal as the turn's error.
-            session._stage(self._closers("error", refusal))
-            await session._flush(closing_turn=True)
+            session.writer.stage(self._closers("error", refusal))
+            await session.writer.flush(closing_turn=True)
             raise
 
     def _closers(self, reason: TurnEndReason, error: BaseException | None) -> list[NewEvent]:
@@ -187,9 +188,9 @@ class Turn:
             raise UsageError(f"step {history.cursor.step} still waits for tool results: {history.cursor.unanswered}")
         await self._compress_if_needed()
         step = {"turn": self.number, "step": history.cursor.step + 1, "tools": [t.name for t in tools]}
-        session._stage([make_event("step/start", step)])
+        session.writer.stage([make_event("step/start", step)])
         if session.runtime.durability == "step":
-            await session._flush()
+            await session.writer.flush()
         self._partial = []
         self._insight_sent = history.slots.insight is not None
         messages = build_context(history, session.runtime.language)
@@ -214,9 +215,9 @@ class Turn:
             events.append(make_event("insight/consumed"))
         if not message.tool_calls:
             events.append(make_event("step/end", {"turn": self.number, "step": history.cursor.step}))
-        session._stage(events)
+        session.writer.stage(events)
         if response.usage is not None and response.usage.input_tokens:
-            session._calibrate(response.usage.input_tokens - self._sent_estimate)
+            session.estimator.calibrate(response.usage.input_tokens - self._sent_estimate)
         # No write here: the reply is committed with the tool calls it requests (before they run) or with
         # the turn's end, whichever comes next; nothing awaits in between.
         return SendResult(
@@ -232,11 +233,11 @@ class Turn:
 
     async def record_tool_call(self, call: ToolCall) -> None:
         """Record that a tool call starts running (so a crash leaves its outcome marked unknown)."""
-        self._session._stage(
+        self._session.writer.stage(
             [make_event("tool/call", {"call_id": call.id, "name": call.name, "arguments": call.arguments})]
         )
         if self._session.runtime.durability == "step":
-            await self._session._flush()
+            await self._session.writer.flush()
 
     async def record_tool_result(self, call: ToolCall, content: str, *, is_error: bool = False) -> str:
         """Record a tool's result; the step closes when its last call is answered.
@@ -254,7 +255,7 @@ class Turn:
         events = [make_event("tool/result", result)]
         if history.cursor.unanswered == (call.id,):
             events.append(make_event("step/end", {"turn": self.number, "step": history.cursor.step}))
-        self._session._stage(events)
+        self._session.writer.stage(events)
         return stored
 
     async def record_tool_results(self, results: Sequence[tuple[ToolCall, str, bool]]) -> list[str]:
@@ -263,19 +264,19 @@ class Turn:
             await self.record_tool_result(call, content, is_error=is_error) for call, content, is_error in results
         ]
         if self._session.runtime.durability == "step":
-            await self._session._flush()
+            await self._session.writer.flush()
         return recorded
 
     # -- structured output -----------------------------------------------------------------------
 
     def add_message(self, content: str) -> None:
         """Add a user message between steps (a correction the model reads on its next call); written with it."""
-        self._session._stage([make_event("user/message", {"content": content, "correction": True})])
+        self._session.writer.stage([make_event("user/message", {"content": content, "correction": True})])
 
     def record_output(self, name: str, mode: str, value: Any) -> None:
         """Record the turn's validated structured output (JSON ``value``) after the step that produced it."""
         data = {"turn": self.number, "name": name, "mode": mode, "value": value}
-        self._session._stage([make_event("output/validated", data)])
+        self._session.writer.stage([make_event("output/validated", data)])
 
     # -- compression -----------------------------------------------------------------------------
 
@@ -292,16 +293,16 @@ class Turn:
         if plan is None:
             return
         if session.runtime.durability == "step":
-            await session._flush()  # the user's message is safe before a slow summary call
+            await session.writer.flush()  # the user's message is safe before a slow summary call
         try:
             summary = await session.compress_fn(plan.messages)
         except Exception as exc:  # a failing summarizer must not cost the user their turn
             failure = {"code": "compress_failed", "message": _describe(exc), "dropped_through_seq": plan.through_seq}
-            session._stage([make_event("error/reported", failure)])
+            session.writer.stage([make_event("error/reported", failure)])
             return
         summary, _ = storable_text(summary)
-        session._stage([make_event("compaction/summary", {"through_seq": plan.through_seq, "summary": summary})])
-        session._calibrate(0)
+        session.writer.stage([make_event("compaction/summary", {"through_seq": plan.through_seq, "summary": summary})])
+        session.estimator.calibrate(0)
 
 
 def _assistant_event(
