@@ -73,3 +73,17 @@ async def test_every_call_after_close_says_the_store_is_closed(tmp_path: Path) -
         with pytest.raises(StoreError) as caught:
             await call
         assert caught.value.code == "store_closed"
+
+
+async def test_the_store_thread_keeps_the_wal_from_growing_without_bound(tmp_path: Path) -> None:
+    """Writes on the event loop's connection never checkpoint there; the store thread does it every so often."""
+    store, session_id = await _store_with_session(tmp_path)
+    for i in range(1500):
+        await store.append(session_id, [make_event("memory/put", {"content": f"note {i} " + "x" * 200})])
+    await store.read_events(session_id)  # a call through the store thread: queued behind any checkpoint
+    wal = tmp_path / "store.db-wal"
+    assert wal.stat().st_size < 8 * 1024 * 1024  # never copied back, 1,500 commits of 2-3 pages each: 16 MiB
+    with sqlite3.connect(tmp_path / "store.db") as other:
+        assert other.execute("SELECT count(*) FROM events").fetchone()[0] == 1501
+    other.close()
+    await store.close()

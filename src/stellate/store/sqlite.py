@@ -1,13 +1,7 @@
-"""SQLite store, the default: one file, WAL, a busy timeout, one store thread per process.
+"""SQLite store, the default: one file, WAL, a busy timeout, and two connections per process.
 
-A call that may wait runs on one dedicated thread with its own connection, so the event loop never waits for
-another process's lock, an fsync or a large read. A short call (an append, a lease or claim, one session's
-record) runs on the loop's own connection instead when SQLite can serve it at once: that connection never
-waits (``busy_timeout = 0``), so when another connection holds the write lock the call is rolled back
-untouched and goes to the thread, which waits its turn. A hand-off to a thread costs about as much as the SQL of
-a whole turn, which is why the short path exists; with ``synchronous=FULL`` every commit waits for the disk,
-so writes always go through the thread there.
-
+Short calls run on the event loop's own connection when SQLite serves them at once, the rest on one store thread
+(`stellate.store.sqlite_connections`), so the event loop never waits for a lock, an fsync or a large read.
 Across processes, ``BEGIN IMMEDIATE`` takes SQLite's write lock before the record is read, so two processes
 appending to one session serialize instead of interleaving; the expected-seq check catches a caller working
 from a stale head.
@@ -15,12 +9,10 @@ from a stale head.
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, Literal, TypeAlias, TypeVar
+from typing import Any
 
 from stellate.errors import ConflictError, NotFoundError, SchemaError, StoreError, UsageError
 from stellate.log.events import Event, NewEvent
@@ -46,22 +38,19 @@ from stellate.store._sql import (
 from stellate.store.base import BaseStore
 from stellate.store.digests import SessionDigest
 from stellate.store.segments import StoredSegment
+from stellate.store.sqlite_connections import SqliteConnections, Synchronous, WriteTransaction, translate
 from stellate.store.types import Claim, Lease, SessionId, SessionRecord
 
 __all__ = ["MIGRATIONS", "SqliteStore", "Synchronous", "sqlite_path"]
 
-T = TypeVar("T")
-
-Synchronous: TypeAlias = Literal["NORMAL", "FULL"]
-"""SQLite's ``synchronous`` setting in WAL mode: what a committed write survives (docs/store.md)."""
 
 _MAX_SEQ = 1 << 62
 _SHORT_BATCH = 64
 """Appends and reads of up to this many events may run on the loop's connection; larger ones use the thread."""
 _SHORT_READ = 256
+"""A read of a seq range no wider than this may run on the loop's connection (a cold open's tail, a catch-up)."""
 _SHORT_SEGMENT_SPAN = 2048
 """Segments of a log of up to this many events (a few rows) may be read on the loop's connection."""
-"""A read of a seq range no wider than this may run on the loop's connection (a cold open's tail, a catch-up)."""
 
 #: Append-only: never edit a released entry, add a new one.
 MIGRATIONS: tuple[str, ...] = (
@@ -157,12 +146,9 @@ class SqliteStore(BaseStore):
             raise UsageError(f"synchronous must be 'NORMAL' or 'FULL', not {synchronous!r}")
         self.path = path
         self.synchronous: Synchronous = synchronous
-        self._busy_timeout_ms = busy_timeout_ms
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="stellate-sqlite")
-        self._conn: sqlite3.Connection | None = None
-        self._loop_conn: sqlite3.Connection | None = None
-        self._closed = False
-        """The event loop's connection for short calls (None for ``:memory:``, a database of its own per connection)."""
+        self._db = SqliteConnections(path, busy_timeout_ms=busy_timeout_ms, synchronous=synchronous)
+        self._run = self._db.run
+        self._run_short = self._db.run_short
 
     @classmethod
     async def open(
@@ -189,8 +175,7 @@ class SqliteStore(BaseStore):
         try:
             if not store._open_current():
                 await store._run(store._setup, migrate)
-                if path != ":memory:" and store._loop_conn is None:
-                    store._loop_conn = store._open_connection(busy_timeout_ms=0)
+                store._db.open_loop_connection()
         except BaseException:
             await store.close()
             raise
@@ -202,11 +187,9 @@ class SqliteStore(BaseStore):
         The common open (every CLI run, every worker) ends here: one connection, no thread started. A new or
         outdated file, or a lock held elsewhere, leaves the work to the store thread, which may wait.
         """
-        if self.path == ":memory:":
-            return False
         try:
-            self._loop_conn = self._open_connection(busy_timeout_ms=0)
-            return self._read_version(self._loop_conn) == len(MIGRATIONS)
+            conn = self._db.open_loop_connection()
+            return conn is not None and self._read_version(conn) == len(MIGRATIONS)
         except ConflictError as exc:
             if exc.code != "store_locked":
                 raise
@@ -218,49 +201,6 @@ class SqliteStore(BaseStore):
 
     # -- thread side -----------------------------------------------------------------------------
 
-    async def _run(self, fn: Callable[..., T], *args: Any) -> T:
-        """Run ``fn(connection, *args)`` on the store thread."""
-        loop = asyncio.get_running_loop()
-        try:
-            future = loop.run_in_executor(self._executor, self._on_thread, fn, *args)
-        except RuntimeError as exc:  # the thread is gone: the store was closed
-            raise _closed() from exc
-        return await future
-
-    def _on_thread(self, fn: Callable[..., T], *args: Any) -> T:
-        if self._conn is None:  # connected on first use: many processes never need the thread
-            if self._closed:
-                raise _closed()
-            self._conn = self._open_connection(busy_timeout_ms=self._busy_timeout_ms)
-        return fn(self._conn, *args)
-
-    async def _run_short(self, fn: Callable[..., T], *args: Any, writes: bool = True) -> T:
-        """Run ``fn(connection, *args)`` on the loop's connection if SQLite serves it at once, else on the thread.
-
-        A call refused for a lock held elsewhere was rolled back whole, so running it again on the thread (which
-        waits up to the busy timeout) is safe.
-        """
-        conn = self._loop_conn
-        if conn is None or (writes and self.synchronous == "FULL"):
-            return await self._run(fn, *args)
-        try:
-            return fn(conn, *args)
-        except ConflictError as exc:
-            if exc.code != "store_locked":
-                raise
-        return await self._run(fn, *args)
-
-    def _open_connection(self, *, busy_timeout_ms: int) -> sqlite3.Connection:
-        try:
-            conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-            conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute(f"PRAGMA synchronous = {self.synchronous}")
-            conn.execute("PRAGMA foreign_keys = ON")
-        except sqlite3.Error as exc:
-            raise _translate(exc, f"cannot open SQLite store {self.path!r}") from exc
-        return conn
-
     @staticmethod
     def _read_version(db: sqlite3.Connection) -> int:
         db.execute("CREATE TABLE IF NOT EXISTS stellate_schema (version INTEGER NOT NULL)")
@@ -270,7 +210,7 @@ class SqliteStore(BaseStore):
     def _setup(self, db: sqlite3.Connection, migrate: bool) -> None:
         if self._read_version(db) == len(MIGRATIONS):
             return  # the common case: opening costs no write lock (every CLI run and worker opens cold)
-        with _WriteTransaction(db):
+        with WriteTransaction(db):
             version = self._read_version(db)
             if version > len(MIGRATIONS):
                 raise SchemaError(
@@ -285,7 +225,7 @@ class SqliteStore(BaseStore):
                 db.execute("INSERT INTO stellate_schema (version) VALUES (?)", (number,))
 
     def _insert_sync(self, db: sqlite3.Connection, record: SessionRecord, planned: PlannedAppend | None) -> None:
-        with _WriteTransaction(db):
+        with WriteTransaction(db):
             if db.execute("SELECT 1 FROM sessions WHERE id = ?", (record.id,)).fetchone():
                 raise ConflictError(f"a session {record.id!r} already exists", code="session_exists")
             db.execute(_INSERT_RECORD, (*record_row(record), self.space))
@@ -300,13 +240,13 @@ class SqliteStore(BaseStore):
         expected: int | None,
         fence: Fence,
     ) -> list[Event]:
-        with _WriteTransaction(db):
+        with WriteTransaction(db):
             return self._append_one(db, session_id, events, expected, fence)
 
     def _append_batches_sync(
         self, db: sqlite3.Connection, batches: Mapping[SessionId, Sequence[NewEvent]], fence: Fence
     ) -> dict[SessionId, list[Event]]:
-        with _WriteTransaction(db):
+        with WriteTransaction(db):
             return {sid: self._append_one(db, sid, events, None, fence) for sid, events in batches.items()}
 
     def _append_one(
@@ -331,13 +271,13 @@ class SqliteStore(BaseStore):
         self, db: sqlite3.Connection, session_id: SessionId, lease: Lease, now: int
     ) -> SessionRecord | None:
         params = (lease.owner, lease.token, lease.acquired_at, lease.expires_at, session_id, now, self.space)
-        with _WriteTransaction(db):
+        with WriteTransaction(db):
             row = db.execute(_LEASE["take"], params).fetchone()
         return record_from_row(row) if row is not None else None
 
     @staticmethod
     def _update_sync(db: sqlite3.Connection, statement: str, params: Sequence[Any]) -> bool:
-        with _WriteTransaction(db):
+        with WriteTransaction(db):
             return db.execute(statement, params).rowcount > 0
 
     @staticmethod
@@ -345,11 +285,11 @@ class SqliteStore(BaseStore):
         try:
             return db.execute(sql, params).fetchall()
         except sqlite3.Error as exc:
-            raise _translate(exc, "read failed") from exc
+            raise translate(exc, "read failed") from exc
 
     @staticmethod
     def _write_segments_sync(db: sqlite3.Connection, rows: list[tuple[Any, ...]]) -> None:
-        with _WriteTransaction(db):
+        with WriteTransaction(db):
             db.executemany(_INSERT_SEGMENT, rows)
 
     # -- BaseStore primitives --------------------------------------------------------------------
@@ -435,49 +375,4 @@ class SqliteStore(BaseStore):
 
     async def close(self) -> None:
         """Close the connections and stop the thread; safe to call twice."""
-        self._closed = True
-        if self._loop_conn is not None:
-            loop_conn, self._loop_conn = self._loop_conn, None
-            loop_conn.close()
-        if self._conn is not None:
-            conn, self._conn = self._conn, None
-            await asyncio.get_running_loop().run_in_executor(self._executor, conn.close)
-        self._executor.shutdown(wait=False)
-
-
-class _WriteTransaction:
-    """``BEGIN IMMEDIATE`` … ``COMMIT``, rolled back on any error, with sqlite errors translated."""
-
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self._conn = conn
-
-    def __enter__(self) -> None:
-        try:
-            self._conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            raise _translate(exc, "cannot start a write") from exc
-
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
-        if exc_type is None:
-            try:
-                self._conn.execute("COMMIT")
-                return
-            except sqlite3.Error as commit_exc:
-                self._conn.execute("ROLLBACK")
-                raise _translate(commit_exc, "commit failed") from commit_exc
-        self._conn.execute("ROLLBACK")
-        if isinstance(exc, sqlite3.Error):
-            raise _translate(exc, "write failed") from exc
-
-
-def _closed() -> StoreError:
-    return StoreError("the store is closed; open it with `await SqliteStore.open(url)`", code="store_closed")
-
-
-def _translate(exc: sqlite3.Error, what: str) -> StoreError:
-    text = str(exc)
-    if "locked" in text or "busy" in text:
-        return ConflictError(f"{what}: the SQLite file is locked by another process ({text})", code="store_locked")
-    if isinstance(exc, sqlite3.IntegrityError):
-        return ConflictError(f"{what}: {text}", code="seq_conflict")
-    return StoreError(f"{what}: {text}")
+        await self._db.close()
