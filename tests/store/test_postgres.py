@@ -114,6 +114,22 @@ async def test_fork_cost_does_not_grow_with_the_source(pg: PostgresStore, monkey
     assert costs[0][0] <= 8
 
 
+async def test_a_lease_holder_writes_at_its_own_head_in_one_statement(
+    pg: PostgresStore, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """After taking the lease (or its own last write), a holder's append skips the row lock and read."""
+    await _source(pg, "a", 1)
+    lease, _ = await pg.acquire_lease(S("a"), owner="holder", ttl=30)
+    log = _QueryLog(monkeypatch)
+    await pg.append(S("a"), turn(2)[:2], lease=lease)
+    await pg.append(S("a"), turn(2)[2:], lease=lease, release_lease=True)
+    assert log.take()[0] == 2  # one statement each
+    await pg.append(S("a"), [make_event("memory/put", {"content": "m"})])  # no lease: lock, read, write
+    assert log.take()[0] == 2
+    record = await pg.get_session(S("a"))
+    assert (record.next_seq, record.lease, record.turn_count) == (14, None, 2)
+
+
 # -- migrations ----------------------------------------------------------------------------------
 
 

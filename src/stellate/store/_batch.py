@@ -6,13 +6,13 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from stellate.errors import ConflictError, SessionBusyError, UsageError
+from stellate.errors import ConflictError, SessionBusyError, StellateError, UsageError
 from stellate.log.events import FREE_STANDING_TYPES, Event, NewEvent, validate_event
 from stellate.log.invariants import advance
 from stellate.log.state import fold_slots
 from stellate.store.types import Lease, SessionRecord
 
-__all__ = ["Fence", "PlannedAppend", "busy_error", "check_fence", "plan_append"]
+__all__ = ["Fence", "KnownHeads", "PlannedAppend", "busy_error", "check_fence", "plan_append"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,3 +103,41 @@ def plan_append(
     slots = fold_slots(record.slots, events)
     lease = None if fence is not None and fence.release else record.lease
     return PlannedAppend(events, texts, replace(record, cursor=cursor, slots=slots, lease=lease))
+
+
+class KnownHeads:
+    """The record a lease holder's last write left, so its next write can skip reading the session's row.
+
+    A record is a fold of its log plus its lease, so while the row's ``next_seq`` and lease token are still the
+    remembered ones, the row is the remembered record. A backend plans the write from it (`plan`) and makes its
+    row update conditional on both; an update that matches no row means another writer came in between, and the
+    backend takes its general path (lock, read, plan again), which also raises whatever error applies. Only
+    writes under a lease use it: they are the hot path (a turn), and a stale entry cannot pass the token check.
+    """
+
+    _LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._records: dict[tuple[str, str], SessionRecord] = {}
+
+    def plan(
+        self, space: str, session_id: str, events: Sequence[NewEvent], expected_seq: int | None, fence: Fence
+    ) -> tuple[PlannedAppend, int] | None:
+        """The write planned on the remembered record, and the ``next_seq`` the row must still have; or None."""
+        known = self._records.get((space, session_id))
+        if known is None or fence.token is None or known.lease is None or known.lease.token != fence.token:
+            return None
+        try:
+            return plan_append(known, events, expected_seq, fence), known.next_seq
+        except StellateError:  # the row, read on the general path, says what is wrong
+            return None
+
+    def remember(self, space: str, record: SessionRecord) -> None:
+        """Keep ``record``, a row as a lease holder wrote or took it; forget it once no lease is on it."""
+        key = (space, record.id)
+        if record.lease is None:
+            self._records.pop(key, None)
+            return
+        if len(self._records) >= self._LIMIT:
+            self._records.clear()
+        self._records[key] = record

@@ -1,13 +1,9 @@
 """PostgreSQL store: the shared source of truth when several processes serve the same sessions.
 
-One writer per session, across processes: an append runs in one transaction that first takes the
-session's row lock (``SELECT ... FOR UPDATE``), so concurrent appenders to one session queue up and each
-plans its batch against the committed head; appenders to different sessions never wait for each other.
-The ``(session_id, seq)`` primary key is the last line of defence: a write that slipped past the lock
-fails with a unique violation, translated to `ConflictError`. The events of a batch and the session's
-materialized state are written by one statement, so an append costs four round trips (``BEGIN``, lock
-and read, write, ``COMMIT``) whatever the batch size.
-
+One writer per session, across processes: an append first takes the session's row lock (``SELECT ... FOR
+UPDATE``), so appenders to one session queue up and each plans its batch against the committed head, while
+appenders to different sessions never wait for each other; the ``(session_id, seq)`` primary key catches a
+write that slipped past the lock (`ConflictError`). How appends are written is `stellate.store.pg_append`.
 JSON columns are ``TEXT`` (not ``jsonb``) so event data comes back byte for byte as it was validated,
 exactly as in SQLite; both backends share their row mapping (`stellate.store._sql`).
 """
@@ -42,30 +38,34 @@ from stellate.errors import (
     UsageError,
 )
 from stellate.log.events import Event, NewEvent
-from stellate.store._batch import Fence, PlannedAppend, plan_append
+from stellate.store._batch import Fence, KnownHeads, PlannedAppend, plan_append
 from stellate.store._sql import (
-    EVENT_COLUMNS,
     SELECTED_COLUMNS,
     SPACE_MIGRATION,
-    STATE_COLUMNS,
     WRITTEN_COLUMNS,
     claim_sql,
     digest_from_row,
     event_from_row,
-    event_rows,
     lease_sql,
     record_from_row,
     record_row,
     select_digests_sql,
     select_events_sql,
     select_sessions_sql,
-    state_update_row,
 )
 from stellate.store.base import BaseStore
 from stellate.store.digests import SessionDigest
+from stellate.store.pg_append import (
+    APPEND,
+    INSERT_EVENTS,
+    append_at_head_params,
+    append_at_head_sql,
+    append_params,
+    event_columns,
+)
 from stellate.store.pg_signals import PostgresSignals
 from stellate.store.segments import StoredSegment
-from stellate.store.signals import LOG_CHANNEL, log_payload
+from stellate.store.signals import LOG_CHANNEL
 from stellate.store.types import Claim, Lease, SessionId, SessionRecord
 
 __all__ = ["MIGRATIONS", "PostgresStore"]
@@ -151,17 +151,7 @@ _INSERT_RECORD = (
     f" VALUES ({', '.join(['%s'] * (len(WRITTEN_COLUMNS) + 1))})"
     " ON CONFLICT (id) DO NOTHING"
 )
-# A whole batch in one statement: one array per column, whatever the number of events.
-_INSERT_EVENTS = (
-    f"INSERT INTO events ({', '.join(EVENT_COLUMNS)})"
-    " SELECT %s::text, * FROM unnest(%s::bigint[], %s::text[], %s::bigint[], %s::text[], %s::boolean[])"
-)
-# The NOTIFY rides on the same statement: it is delivered when (and only if) the transaction commits.
-_APPEND = (
-    f"WITH new_events AS ({_INSERT_EVENTS})"
-    f" UPDATE sessions SET {', '.join(c + ' = %s' for c in STATE_COLUMNS)} WHERE id = %s"
-    " RETURNING pg_notify(%s, %s)"
-)
+_APPEND_AT_HEAD = {release: append_at_head_sql(release=release) for release in (False, True)}
 _SELECT_SEGMENTS = (
     "SELECT session_id, start_seq, end_seq, data FROM fold_segments WHERE session_id = %s AND end_seq <= %s"
 )
@@ -170,6 +160,8 @@ _INSERT_SEGMENTS = (
     " SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[])"
     " ON CONFLICT (session_id, start_seq, end_seq) DO UPDATE SET data = EXCLUDED.data"
 )
+# One statement, one round trip: its notifications go out, in array order, when it commits.
+_NOTIFY = "SELECT pg_notify(%s, payload) FROM unnest(%s::text[]) WITH ORDINALITY AS sent(payload, n) ORDER BY n"
 _IDLE_CHECK_SECONDS = 2.0  # a connection idle longer than this is pinged before use
 _VERSION_TABLE = "CREATE TABLE IF NOT EXISTS stellate_schema (version INTEGER NOT NULL)"
 
@@ -181,6 +173,7 @@ class PostgresStore(BaseStore):
         self, url: str, *, schema: str | None = None, min_size: int = 1, max_size: int = 10, timeout: float = 10.0
     ) -> None:
         super().__init__()
+        self._heads = KnownHeads()
         self.url = url
         self.schema = schema
         self._min_size, self._max_size, self._timeout = min_size, max_size, timeout
@@ -333,50 +326,72 @@ class PostgresStore(BaseStore):
                     f"a session {record.id!r} already exists", code="session_exists", session_id=record.id
                 )
             if planned is not None:
-                await conn.execute(_INSERT_EVENTS, _event_columns(record.id, planned))
+                await conn.execute(INSERT_EVENTS, event_columns(record.id, planned))
 
     async def _append_planned(
         self, session_id: SessionId, events: Sequence[NewEvent], expected_seq: int | None, fence: Fence
     ) -> list[Event]:
+        written = await self._append_at_known_head(session_id, events, expected_seq, fence)
+        if written is not None:
+            return written
         async with self._transaction("cannot append", session_id=session_id) as conn:
             row = await (await conn.execute(_LOCK_RECORD, (session_id, self.space))).fetchone()
             if row is None:
                 raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
             planned = plan_append(record_from_row(row), events, expected_seq, fence)
-            await conn.execute(_APPEND, self._append_params(session_id, planned))
+            await conn.execute(APPEND, append_params(session_id, planned, self.signals.name(LOG_CHANNEL)))
             if fence.release:
                 await conn.execute(_LEASE["release"], (session_id, fence.token))
-            return planned.events
+        if fence.token is not None:
+            self._heads.remember(self.space, planned.record)
+        return planned.events
+
+    async def _append_at_known_head(
+        self, session_id: SessionId, events: Sequence[NewEvent], expected_seq: int | None, fence: Fence
+    ) -> list[Event] | None:
+        """One statement when this lease holder's last write left the head it still is; None when it is not."""
+        known = self._heads.plan(self.space, session_id, events, expected_seq, fence)
+        if known is None or fence.token is None:
+            return None
+        planned, head = known
+        channel = self.signals.name(LOG_CHANNEL)
+        params = append_at_head_params(session_id, self.space, planned, head, fence.token, channel)
+        async with self._connection("cannot append", session_id=session_id) as conn:
+            row = await (await conn.execute(_APPEND_AT_HEAD[fence.release], params)).fetchone()
+        if row is None:
+            return None
+        self._heads.remember(self.space, planned.record)
+        return planned.events
 
     async def _append_batches(
         self, batches: Mapping[SessionId, Sequence[NewEvent]], fence: Fence
     ) -> dict[SessionId, list[Event]]:
         out: dict[SessionId, list[Event]] = {}
+        channel = self.signals.name(LOG_CHANNEL)
         async with self._transaction("cannot append to several sessions") as conn:
             for session_id in sorted(batches):  # one lock order for every writer: no deadlocks between them
                 row = await (await conn.execute(_LOCK_RECORD, (session_id, self.space))).fetchone()
                 if row is None:
                     raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
                 planned = plan_append(record_from_row(row), batches[session_id], None, fence)
-                await conn.execute(_APPEND, self._append_params(session_id, planned))
+                await conn.execute(APPEND, append_params(session_id, planned, channel))
                 out[session_id] = planned.events
         return {sid: out[sid] for sid in batches}
 
-    def _append_params(self, session_id: SessionId, planned: PlannedAppend) -> tuple[Any, ...]:
-        state = state_update_row(planned.record)
-        signal = log_payload(session_id, planned.record.next_seq)
-        return (*_event_columns(session_id, planned), *state, session_id, self.signals.name(LOG_CHANNEL), signal)
-
     async def notify(self, channel: str, payloads: list[str]) -> None:
-        """``NOTIFY channel`` with each payload, in order, in one transaction (see `PostgresSignals`)."""
-        async with self._transaction("cannot send signals") as conn, conn.cursor() as cursor:
-            await cursor.executemany("SELECT pg_notify(%s, %s)", [(channel, payload) for payload in payloads])
+        """``NOTIFY channel`` with each payload, in order, in one statement (see `PostgresSignals`)."""
+        async with self._connection("cannot send signals") as conn:
+            await conn.execute(_NOTIFY, (channel, payloads))
 
     async def _take_lease(self, session_id: SessionId, lease: Lease, now: int) -> SessionRecord | None:
         params = (lease.owner, lease.token, lease.acquired_at, lease.expires_at, session_id, now, self.space)
         async with self._connection("cannot take the lease", session_id=session_id) as conn:
             row = await (await conn.execute(_LEASE["take"], params)).fetchone()
-        return record_from_row(row) if row is not None else None
+        if row is None:
+            return None
+        record = record_from_row(row)
+        self._heads.remember(self.space, record)  # the holder's first write can skip reading the row
+        return record
 
     async def _renew_lease(self, session_id: SessionId, token: str, expires_at: int) -> bool:
         async with self._connection("cannot renew the lease", session_id=session_id) as conn:
@@ -442,12 +457,6 @@ class PostgresStore(BaseStore):
         if self._pool is not None:
             pool, self._pool = self._pool, None
             await pool.close()
-
-
-def _event_columns(session_id: SessionId, planned: PlannedAppend) -> tuple[Any, ...]:
-    """Parameters of `_INSERT_EVENTS`: the session id, then one list per remaining column."""
-    columns = list(zip(*event_rows(session_id, planned), strict=True))
-    return (session_id, *(list(column) for column in columns[1:]))
 
 
 async def _read_version(conn: Connection) -> int:

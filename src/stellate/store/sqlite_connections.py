@@ -31,7 +31,7 @@ Synchronous: TypeAlias = Literal["NORMAL", "FULL"]
 """SQLite's ``synchronous`` setting in WAL mode: what a committed write survives (docs/store.md)."""
 
 _CHECKPOINT_EVERY = 400
-"""Writes on the loop's connection between two checkpoints on the store thread (about a thousand WAL pages, SQLite's own interval)."""
+"""Writes on the loop's connection between two checkpoints on the thread (about SQLite's own 1,000 WAL pages)."""
 
 
 class SqliteConnections:

@@ -77,6 +77,24 @@ async def test_renewal_extends_a_held_lease(store: BaseStore) -> None:
         await store.acquire_lease(S("a"), owner="writer-2", ttl=5)
 
 
+async def test_a_holders_writes_land_after_free_standing_events_of_others(store: BaseStore) -> None:
+    """Slot events another writer adds between two of the holder's writes stay; a stale expected seq is refused."""
+    Clock(store)
+    await with_turns(store, "a", 1)
+    lease, _ = await store.acquire_lease(S("a"), owner="holder", ttl=5)
+    await store.append(S("a"), turn(2)[:2], lease=lease)
+    await store.append(S("a"), [make_event("memory/put", {"content": "from elsewhere"})])
+    with pytest.raises(ConflictError) as info:
+        await store.append(S("a"), turn(2)[2:4], expected_seq=9, lease=lease)
+    assert info.value.code == "seq_conflict"
+    written = await store.append(S("a"), turn(2)[2:], lease=lease, release_lease=True)
+    assert [e.seq for e in written] == [10, 11, 12, 13]
+    record = await store.get_session(S("a"))
+    assert (record.next_seq, record.slots.memory, record.lease) == (14, "from elsewhere", None)
+    types = [e.type for e in await store.read_events(S("a"), start=7)]
+    assert types == ["turn/start", "user/message", "memory/put", *(e.type for e in turn(2)[2:])]
+
+
 async def test_a_holder_whose_lease_was_taken_is_fenced_out(store: BaseStore) -> None:
     """Once taken over, the old holder can neither append, renew nor release the new holder's lease."""
     clock = Clock(store)
