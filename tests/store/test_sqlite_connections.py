@@ -11,7 +11,7 @@ import pytest
 
 from stellate.errors import StoreError
 from stellate.log.events import make_event
-from stellate.store.sqlite import SqliteStore
+from stellate.store.sqlite import MIGRATIONS, SqliteStore
 
 
 async def _store_with_session(tmp_path: Path, **options: object) -> tuple[SqliteStore, str]:
@@ -87,3 +87,16 @@ async def test_the_store_thread_keeps_the_wal_from_growing_without_bound(tmp_pat
         assert other.execute("SELECT count(*) FROM events").fetchone()[0] == 1501
     other.close()
     await store.close()
+
+
+async def test_stores_opened_at_once_on_a_new_file_all_work(tmp_path: Path) -> None:
+    """Creating and migrating races on the file's locks; every store still opens and sees the others' writes."""
+    url = f"sqlite:///{tmp_path / 'new.db'}"
+    stores = await asyncio.gather(*(SqliteStore.open(url) for _ in range(6)))
+    try:
+        for i, store in enumerate(stores):
+            await store.create_session(events=[make_event("session/created", {"label": f"s{i}"})])
+        assert sorted(r.slots.label for r in await stores[0].list_sessions()) == [f"s{i}" for i in range(6)]
+        assert {await s.schema_version() for s in stores} == {len(MIGRATIONS)}
+    finally:
+        await asyncio.gather(*(s.close() for s in stores))

@@ -56,9 +56,16 @@ class SqliteConnections:
         self._closed = False
 
     def open_loop_connection(self) -> sqlite3.Connection | None:
-        """Open the loop's connection if there is none yet (None for ``:memory:``)."""
+        """Open the loop's connection if there is none yet; None for ``:memory:`` or while the file is locked.
+
+        Without it every call goes through the thread: slower, never wrong.
+        """
         if self.loop_conn is None and self.path != ":memory:":
-            self.loop_conn = self.connect(busy_timeout_ms=0)
+            try:
+                self.loop_conn = self.connect(busy_timeout_ms=0)
+            except ConflictError as exc:  # another process is creating or converting the file right now
+                if exc.code != "store_locked":
+                    raise
         return self.loop_conn
 
     async def run(self, fn: Callable[..., T], *args: Any) -> T:
