@@ -100,3 +100,19 @@ async def test_stores_opened_at_once_on_a_new_file_all_work(tmp_path: Path) -> N
         assert {await s.schema_version() for s in stores} == {len(MIGRATIONS)}
     finally:
         await asyncio.gather(*(s.close() for s in stores))
+
+
+async def test_a_store_shared_with_another_threads_event_loop_serializes_its_calls(tmp_path: Path) -> None:
+    """The loop's connection belongs to the thread that opened the store; another thread's calls queue on the
+    store thread instead of interleaving transactions on one connection."""
+    store, mine = await _store_with_session(tmp_path)
+    theirs = (await store.create_session(events=[make_event("session/created", {"label": "b"})])).id
+
+    async def write(session_id: str, count: int) -> None:
+        for i in range(count):
+            await store.append(session_id, [make_event("memory/put", {"content": f"m{i}"})])
+
+    other_thread = asyncio.get_running_loop().run_in_executor(None, lambda: asyncio.run(write(theirs, 200)))
+    await asyncio.gather(write(mine, 200), other_thread)
+    assert [(await store.get_session(s)).next_seq for s in (mine, theirs)] == [201, 201]
+    await store.close()

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import sqlite3
+import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Literal, TypeAlias, TypeVar
@@ -52,6 +53,8 @@ class SqliteConnections:
         self._thread_conn: sqlite3.Connection | None = None
         self.loop_conn: sqlite3.Connection | None = None
         """The event loop's connection for short calls, once opened (never for ``:memory:``)."""
+        self._loop_thread = 0
+        """The thread that opened the loop's connection: calls from any other thread go through the store thread."""
         self._loop_writes = 0
         self._closed = False
 
@@ -63,6 +66,7 @@ class SqliteConnections:
         if self.loop_conn is None and self.path != ":memory:":
             try:
                 self.loop_conn = self.connect(busy_timeout_ms=0)
+                self._loop_thread = threading.get_ident()
             except ConflictError as exc:  # another process is creating or converting the file right now
                 if exc.code != "store_locked":
                     raise
@@ -84,8 +88,8 @@ class SqliteConnections:
         waits up to the busy timeout) is safe.
         """
         conn = self.loop_conn
-        if conn is None or (writes and self.synchronous == "FULL"):
-            return await self.run(fn, *args)
+        if conn is None or (writes and self.synchronous == "FULL") or threading.get_ident() != self._loop_thread:
+            return await self.run(fn, *args)  # another thread's event loop shares the store: the thread serializes
         if writes and self._loop_writes >= _CHECKPOINT_EVERY:
             self._loop_writes = 0
             return await self.run(_then_checkpoint, fn, *args)
