@@ -104,6 +104,7 @@ class SqliteConnections:
 
     def connect(self, *, busy_timeout_ms: int) -> sqlite3.Connection:
         """A new connection in WAL mode with this store's settings."""
+        conn: sqlite3.Connection | None = None
         try:
             conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
             conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout_ms)}")
@@ -113,6 +114,8 @@ class SqliteConnections:
             conn.execute(f"PRAGMA synchronous = {self.synchronous}")
             conn.execute("PRAGMA foreign_keys = ON")
         except sqlite3.Error as exc:
+            if conn is not None:
+                conn.close()
             raise translate(exc, f"cannot open SQLite store {self.path!r}") from exc
         return conn
 
