@@ -11,18 +11,21 @@ import pytest
 
 from stellate.errors import StoreError
 from stellate.log.events import make_event
-from stellate.store.sqlite import MIGRATIONS, SqliteStore
+from stellate.store.sqlite import MIGRATIONS, SqliteStore, Synchronous
 
 
-async def _store_with_session(tmp_path: Path, **options: object) -> tuple[SqliteStore, str]:
-    store = await SqliteStore.open(f"sqlite:///{tmp_path / 'store.db'}", **options)  # type: ignore[arg-type]
+async def _store_with_session(
+    tmp_path: Path, *, busy_timeout_ms: int = 5000, synchronous: Synchronous = "NORMAL"
+) -> tuple[SqliteStore, str]:
+    url = f"sqlite:///{tmp_path / 'store.db'}"
+    store = await SqliteStore.open(url, busy_timeout_ms=busy_timeout_ms, synchronous=synchronous)
     record = await store.create_session(events=[make_event("session/created", {"label": "a"})])
     return store, record.id
 
 
 @pytest.mark.parametrize("synchronous", ["NORMAL", "FULL"])
 async def test_a_write_waits_for_another_connections_lock_without_blocking_the_event_loop(
-    tmp_path: Path, synchronous: str
+    tmp_path: Path, synchronous: Synchronous
 ) -> None:
     store, session_id = await _store_with_session(tmp_path, synchronous=synchronous)
     other = sqlite3.connect(tmp_path / "store.db", isolation_level=None)

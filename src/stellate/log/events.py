@@ -295,18 +295,17 @@ def _unstorable(value: object, *, texts: bool = True) -> str | None:
     One walk instead of a dump-and-reload comparison: only plain JSON types pass (no tuples, sets or
     non-string keys), and neither -0.0, NaN, infinities nor (with ``texts``) NUL characters or lone surrogates.
     """
-    kind = type(value)
-    if kind is str:
-        return _bad_text(value) if texts else None  # type: ignore[arg-type]
-    if kind is dict:
-        return _unstorable_items(value, texts)  # type: ignore[arg-type]
-    if kind is list:
-        return next((p for item in value if (p := _unstorable(item, texts=texts))), None)  # type: ignore[attr-defined]
-    if kind is float:
-        return _unstorable_float(value)  # type: ignore[arg-type]
-    if kind in _JSON_TYPES:
-        return None
-    return f"a {kind.__name__}, which is not a JSON type"
+    if type(value) not in _JSON_TYPES:  # exact types: a str or int subclass (an enum) does not come back as it was
+        return f"a {type(value).__name__}, which is not a JSON type"
+    if isinstance(value, str):
+        return _bad_text(value) if texts else None
+    if isinstance(value, dict):
+        return _unstorable_items(value, texts)
+    if isinstance(value, list):
+        return next((p for item in value if (p := _unstorable(item, texts=texts))), None)
+    if isinstance(value, float):
+        return _unstorable_float(value)
+    return None
 
 
 def _unstorable_items(value: dict[Any, Any], texts: bool) -> str | None:
