@@ -236,18 +236,38 @@ class Agent:
         await self.events.publish(SessionCreated(session_id=session.id, label=label))
         return await self.get_session_digest(session.id)
 
-    async def fork_session(self, source_id: str, options: ForkOptions | None = None, **fields: Any) -> SessionDigest:
+    async def fork_session(
+        self,
+        source_id: str,
+        options: ForkOptions | None = None,
+        *,
+        wait_for_turn: float | None = None,
+        **fields: Any,
+    ) -> SessionDigest:
         """Fork a child from ``source_id`` (``options`` or its fields as keywords, e.g. ``label=...``).
+
+        A turn running on the source (in this agent, another process or another worker) never delays the fork:
+        the child is cut at a completed turn of the log as stored (the anchored one, or the last one), and the
+        running turn goes on untouched.
+
+        Args:
+            source_id: The session to fork from.
+            options: The fork's options (or give their fields as keywords).
+            wait_for_turn: Seconds to wait first for a turn running on the source to end, so that the child
+                holds the newest turn; None forks at once.
+            **fields: `ForkOptions` fields, when ``options`` is not given.
 
         Raises:
             ForkError: ``source_not_found``, ``profile_not_found``, ``split_rejected``, ``child_exists``,
                 ``fork_unavailable``, ``invalid_boundary``.
             ArchivedError: the source is archived.
             NotFoundError: the topology parent does not exist.
+            SessionBusyError: the source's turn still ran after ``wait_for_turn`` seconds.
         """
         options = options if options is not None else ForkOptions(**fields)
-        async with self._locks.hold(source_id):
-            child = await self._forks.fork(source_id, options)
+        if wait_for_turn is not None:
+            await self._forks.wait_for_turn(source_id, wait_for_turn, owner=self.owner)
+        child = await self._forks.fork(source_id, options)
         return await self.get_session_digest(child.id)
 
     async def archive_session(self, session_id: str, *, busy_timeout: float | None = None) -> None:
@@ -360,7 +380,7 @@ class Agent:
 
     async def _fork_from_tool(self, source_id: str, options: ForkOptions) -> str:
         async with self._locks.hold(source_id):
-            return (await self._forks.fork(source_id, options)).id
+            return (await self._forks.fork(source_id, options, in_turn=True)).id
 
     # -- reading ---------------------------------------------------------------------------------
 

@@ -230,23 +230,23 @@ class Session:
 
     async def set_system_prompt(self, content: str) -> None:
         """Replace the system prompt."""
-        await self.writer.write([make_event("system_prompt/set", {"content": content})])
+        await self.writer.write_free([make_event("system_prompt/set", {"content": content})])
 
     async def set_label(self, label: str) -> None:
         """Rename the session; the identity line of the next call follows."""
-        await self.writer.write([make_event("label/set", {"label": label})])
+        await self.writer.write_free([make_event("label/set", {"label": label})])
 
     async def put_memory(self, content: str) -> None:
         """Replace the memory."""
-        await self.writer.write([make_event("memory/put", {"content": content})])
+        await self.writer.write_free([make_event("memory/put", {"content": content})])
 
     async def put_insight(self, content: str) -> None:
         """Replace the pending insight (one-shot; consumed by the next successful call)."""
-        await self.writer.write([make_event("insight/put", {"content": content})])
+        await self.writer.write_free([make_event("insight/put", {"content": content})])
 
     async def clear_insight(self) -> None:
         """Drop the pending insight unread."""
-        await self.writer.write([make_event("insight/cleared")])
+        await self.writer.write_free([make_event("insight/cleared")])
 
     async def archive(self) -> None:
         """Make the session read-only; archiving twice is harmless. Waits for a running turn to end.
@@ -329,7 +329,7 @@ class Session:
             "through_seq": cursor.next_seq - 1,
             "turn": cursor.last_turn,
         }
-        await self.writer.write([make_event("memory/put", data)])
+        await self.writer.write_free([make_event("memory/put", data)])
         return memory
 
     # -- fork ------------------------------------------------------------------------------------
@@ -394,7 +394,7 @@ class Session:
             parent_id=parent_id if parent_id is not None else self.id,
             fork=fork,
             events=events,
-            source_id=self.id if fork is None and context != "none" else None,
+            source_id=self.id,  # always the session forked from, whatever the context (topology may differ)
         )
         return record
 

@@ -38,7 +38,7 @@ from stellate.errors import (
     UsageError,
 )
 from stellate.log.events import Event, NewEvent
-from stellate.store._batch import Fence, KnownHeads, PlannedAppend, plan_append
+from stellate.store._batch import Fence, KnownHeads, PlannedAppend, interleaved_range, plan_append
 from stellate.store._sql import (
     SELECTED_COLUMNS,
     SPACE_MIGRATION,
@@ -145,6 +145,7 @@ _LEASE = lease_sql("%s")
 _CLAIM = claim_sql("%s")
 _IN_SPACE = "WHERE id = %s AND space = %s"
 _LOCK_RECORD = f"{_SELECT_RECORD} {_IN_SPACE} FOR UPDATE"
+_SELECT_TYPES = "SELECT type FROM events WHERE session_id = %s AND seq >= %s AND seq < %s ORDER BY seq"
 # ON CONFLICT keeps a racing duplicate from aborting the transaction; no row back means the id is taken.
 _INSERT_RECORD = (
     f"INSERT INTO sessions ({', '.join(WRITTEN_COLUMNS)}, space)"
@@ -338,7 +339,13 @@ class PostgresStore(BaseStore):
             row = await (await conn.execute(_LOCK_RECORD, (session_id, self.space))).fetchone()
             if row is None:
                 raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
-            planned = plan_append(record_from_row(row), events, expected_seq, fence)
+            record = record_from_row(row)
+            gap = interleaved_range(record, expected_seq, fence)
+            types = None
+            if gap is not None:
+                found = await (await conn.execute(_SELECT_TYPES, (session_id, *gap))).fetchall()
+                types = [str(t) for (t,) in found]
+            planned = plan_append(record, events, expected_seq, fence, interleaved=types)
             await conn.execute(APPEND, append_params(session_id, planned, self.signals.name(LOG_CHANNEL)))
             if fence.release:
                 await conn.execute(_LEASE["release"], (session_id, fence.token))
