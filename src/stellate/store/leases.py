@@ -10,6 +10,7 @@ import abc
 import asyncio
 import os
 import socket
+import logging
 import time
 import uuid
 from collections.abc import Callable
@@ -17,6 +18,7 @@ from dataclasses import replace
 
 from stellate.errors import UsageError
 from stellate.store._batch import busy_error
+from stellate.store.liveness import holder_is_gone, new_lease_token
 from stellate.store.types import Claim, Lease, SessionId, SessionRecord
 
 __all__ = ["DEFAULT_LEASE_TTL", "LeaseStore", "lease_owner"]
@@ -24,6 +26,7 @@ __all__ = ["DEFAULT_LEASE_TTL", "LeaseStore", "lease_owner"]
 #: Seconds a lease lasts unless renewed; holders renew it well inside this (every third of it).
 DEFAULT_LEASE_TTL = 30.0
 _POLL_MAX = 0.1  # longest sleep between two tries of a waiting writer, in seconds
+_log = logging.getLogger(__name__)
 
 
 def lease_owner(name: str = "") -> str:
@@ -72,7 +75,8 @@ class LeaseStore(abc.ABC):
         """Take the session's lease, waiting up to ``wait`` seconds while another writer holds a live one.
 
         A lease whose holder stopped renewing it (a crashed process) lapses ``ttl`` seconds after its last
-        renewal and can then be taken.
+        renewal and can then be taken. A holder on this host whose process is known to be gone (see
+        `stellate.store.liveness`) is taken over at once.
 
         Returns:
             The new lease and the session's record as of the grant.
@@ -87,16 +91,29 @@ class LeaseStore(abc.ABC):
         deadline, delay = time.monotonic() + wait, 0.005
         while True:
             now = self.clock()
-            lease = Lease(owner=owner, token=uuid.uuid4().hex, acquired_at=now, expires_at=now + round(ttl * 1000))
+            lease = Lease(owner=owner, token=new_lease_token(), acquired_at=now, expires_at=now + round(ttl * 1000))
             record = await self._take_lease(session_id, lease, now)
             if record is not None:
                 return lease, record
             current = await self.get_session(session_id)
+            if current.lease is not None and holder_is_gone(current.lease.token):
+                await self._break_dead_lease(session_id, current.lease)
+                continue
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise busy_error(session_id, current.lease, now)
             await asyncio.sleep(min(delay, remaining))
             delay = min(delay * 2, _POLL_MAX)
+
+    async def _break_dead_lease(self, session_id: SessionId, lease: Lease) -> None:
+        """Clear a lease whose holder's process is gone (only if it is still that grant), so it is taken at once."""
+        _log.warning(
+            "session %s: the lease holder %s is gone (its process ended); taking over without waiting for the lease",
+            session_id,
+            lease.owner,
+            extra={"session_id": session_id},
+        )
+        await self._release_lease(session_id, lease.token)
 
     async def renew_lease(self, session_id: SessionId, lease: Lease, *, ttl: float = DEFAULT_LEASE_TTL) -> Lease:
         """Extend a held lease to ``ttl`` seconds from now and return it.
