@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import logging
 import os
 import socket
-import logging
 import time
 import uuid
 from collections.abc import Callable
