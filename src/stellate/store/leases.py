@@ -91,12 +91,13 @@ class LeaseStore(abc.ABC):
         deadline, delay = time.monotonic() + wait, 0.005
         while True:
             now = self.clock()
-            lease = Lease(owner=owner, token=new_lease_token(), acquired_at=now, expires_at=now + round(ttl * 1000))
+            token = await self._new_lease_token()
+            lease = Lease(owner=owner, token=token, acquired_at=now, expires_at=now + round(ttl * 1000))
             record = await self._take_lease(session_id, lease, now)
             if record is not None:
                 return lease, record
             current = await self.get_session(session_id)
-            if current.lease is not None and holder_is_gone(current.lease.token):
+            if current.lease is not None and await self._holder_is_gone(current.lease):
                 await self._break_dead_lease(session_id, current.lease)
                 continue
             remaining = deadline - time.monotonic()
@@ -104,6 +105,14 @@ class LeaseStore(abc.ABC):
                 raise busy_error(session_id, current.lease, now)
             await asyncio.sleep(min(delay, remaining))
             delay = min(delay * 2, _POLL_MAX)
+
+    async def _new_lease_token(self) -> str:
+        """A token for a new lease, stamped with what tells its holder's death (see `stellate.store.liveness`)."""
+        return new_lease_token()
+
+    async def _holder_is_gone(self, lease: Lease) -> bool:
+        """Whether the holder of ``lease`` is known to be dead (a backend may know more than this host's pids)."""
+        return holder_is_gone(lease.token)
 
     async def _break_dead_lease(self, session_id: SessionId, lease: Lease) -> None:
         """Clear a lease whose holder's process is gone (only if it is still that grant), so it is taken at once."""

@@ -63,6 +63,7 @@ from stellate.store.pg_append import (
     append_params,
     event_columns,
 )
+from stellate.store.pg_presence import GONE_SQL, Presence, presence_key
 from stellate.store.pg_signals import PostgresSignals
 from stellate.store.segments import StoredSegment
 from stellate.store.signals import LOG_CHANNEL
@@ -183,6 +184,7 @@ class PostgresStore(BaseStore):
         self._returned: weakref.WeakKeyDictionary[Connection, float] = weakref.WeakKeyDictionary()
         self.application_name = "stellate"
         """Names the pool's connections in ``pg_stat_activity`` (``stellate <schema>`` once open)."""
+        self._presence = Presence(url)
         self.signals: PostgresSignals = PostgresSignals(url, schema, self)
         """Signals to and from every process on this database and schema, over ``LISTEN``/``NOTIFY``."""
 
@@ -400,6 +402,22 @@ class PostgresStore(BaseStore):
         self._heads.remember(self.space, record)  # the holder's first write can skip reading the row
         return record
 
+    async def _new_lease_token(self) -> str:
+        token = await super()._new_lease_token()
+        random, dot, stamp = token.partition(".")
+        return f"{random}{await self._presence.tag()}{dot}{stamp}"
+
+    async def _holder_is_gone(self, lease: Lease) -> bool:
+        """Gone when its process on this host ended, or when its database session (on any host) is gone."""
+        if await super()._holder_is_gone(lease):
+            return True
+        key = presence_key(lease.token)
+        if key is None or key == self._presence.key:
+            return False
+        async with self._connection("cannot check the lease holder") as conn:
+            row = await (await conn.execute(GONE_SQL, (key, key))).fetchone()
+        return bool(row and row[0])
+
     async def _renew_lease(self, session_id: SessionId, token: str, expires_at: int) -> bool:
         async with self._connection("cannot renew the lease", session_id=session_id) as conn:
             return (await conn.execute(_LEASE["renew"], (expires_at, session_id, token))).rowcount > 0
@@ -461,6 +479,7 @@ class PostgresStore(BaseStore):
     async def close(self) -> None:
         """Stop the signal listener and close every pooled connection; safe to call twice."""
         await self.signals.close()
+        await self._presence.close()
         if self._pool is not None:
             pool, self._pool = self._pool, None
             await pool.close()
