@@ -218,6 +218,18 @@ def test_piped_input_without_any_turn_succeeds(cli: Run, scripted: Path) -> None
     assert cli("chat", stdin=_lines("/tree", "/bogus")).status == 0
 
 
+async def test_a_streamed_context_overflow_shows_the_servers_error_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As llama.cpp's server answers an overlong prompt: an empty 200 stream, a clear 400 when unstreamed."""
+    async with MockLLMServer(handler=lambda request: MockFailure.context_overflow(window=2048)) as server:
+        monkeypatch.setenv("STELLATE_BASE_URL", server.openai_base_url)
+        result = await asyncio.to_thread(run_process, "chat", "--provider", "openai", stdin=_lines("hi"))
+        requests = len(server.requests)
+    assert result.status == EXIT_STATUS["context_overflow"]
+    assert result.err.count("maximum context length is 2048 tokens") == 1 and "[context_overflow]" in result.err
+    assert "retrying" not in result.out and "stream ended" not in result.err
+    assert requests == 2  # the stream, then the same request unstreamed; no retries
+
+
 async def test_retries_are_shown_and_the_banner_names_the_server(monkeypatch: pytest.MonkeyPatch) -> None:
     steps = [MockFailure(status=503, retry_after=0.05), MockReply(text="Hello **there**.")]
     async with MockLLMServer(steps) as server:
