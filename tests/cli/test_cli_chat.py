@@ -68,6 +68,20 @@ def test_fork_switches_into_the_branch_and_switch_goes_back(cli: Run, scripted: 
     assert f"session {root}" in back.out
 
 
+def test_fork_names_the_branch_it_switched_to_without_a_stale_switch_hint(cli: Run, scripted: Path) -> None:
+    result = cli("chat", stdin=_lines("hi", "/fork Side", "/quit"))
+    assert result.status == 0, result.err
+    assert "(/switch s-" not in result.out
+    assert [line.split(" · ")[1] for line in result.out.splitlines() if line.startswith("session ")] == ["Chat", "Side"]
+
+
+def test_a_branch_the_model_opens_is_announced_with_how_to_switch_to_it(cli: Run, scripted: Path) -> None:
+    fork_call = {"name": "create_session", "arguments": {"label": "Visas"}}
+    scripted.write_text(json.dumps([{"text": "Branching.", "tool_calls": [fork_call]}, "Done."]))
+    result = cli("chat", stdin=_lines("branch off"))
+    assert "new branch 'Visas'" in result.out and "(/switch s-" in result.out
+
+
 def test_an_insight_reaches_the_next_call_and_context_shows_it(cli: Run, scripted: Path) -> None:
     result = cli(
         "chat",

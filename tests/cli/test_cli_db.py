@@ -78,3 +78,14 @@ def test_a_database_locked_by_another_process_is_refused_and_nothing_written(for
     assert result.status == EXIT_STATUS["store_locked"]
     assert result.err.count("\n") == 1 and "[store_locked]" in result.err
     assert len(session_ids(db)) == 2
+
+
+@pytest.mark.parametrize("url", ["postgresql:/bad", "postgres:bad", "sqlite:/x.db"])
+def test_a_store_url_missing_its_slashes_is_refused_not_taken_as_a_file(
+    cli: Run, url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for result in (cli("--db", url, "db", "path"), cli("--db", url, "db", "migrate")):
+        assert result.status == EXIT_STATUS["usage_error"] and "is not a store URL" in result.err, result.err
+    monkeypatch.setenv("STELLATE_DB", url)
+    assert cli("sessions", "tree").status == EXIT_STATUS["usage_error"]
+    assert list(tmp_path.glob("*:*")) == [] and not list(tmp_path.rglob("*.db"))

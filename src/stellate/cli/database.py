@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stellate.errors import StoreError, UsageError
-from stellate.store import BaseStore, open_store
+from stellate.store import BACKENDS, BaseStore, open_store
 from stellate.store.sqlite import SqliteStore, sqlite_path
 
 __all__ = ["Database", "open_database"]
@@ -25,6 +25,11 @@ __all__ = ["Database", "open_database"]
 _DEFAULT_LOCK_TIMEOUT = 5.0
 _DEFAULT_BUSY_TIMEOUT = 30.0
 _DEFAULT_LEASE_TTL = 30.0
+_URL_EXAMPLES = {
+    "postgresql": "postgresql://user@host:5432/db",
+    "postgres": "postgres://user@host:5432/db",
+    "sqlite": "sqlite:///path/to/file.db",
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,6 +51,7 @@ class Database:
 
         ``$STELLATE_LOCK_TIMEOUT``, ``$STELLATE_BUSY_TIMEOUT`` and ``$STELLATE_LEASE_TTL``.
         """
+        _check_location(location)
         return cls(
             location=location,
             lock_timeout=_seconds(env, "STELLATE_LOCK_TIMEOUT", _DEFAULT_LOCK_TIMEOUT),
@@ -148,6 +154,14 @@ async def _open(database: Database, *, create: bool, migrate: bool) -> BaseStore
         )
     timeout_ms = int(database.lock_timeout * 1000)
     return await SqliteStore.open(database.url, migrate=migrate or is_new, busy_timeout_ms=timeout_ms)
+
+
+def _check_location(location: str) -> None:
+    """Refuse a store URL missing its ``//`` (``postgresql:/db``), which would otherwise name a SQLite file."""
+    scheme, colon, rest = location.partition(":")
+    if colon and scheme.lower() in BACKENDS and not rest.startswith("//"):
+        example = _URL_EXAMPLES.get(scheme.lower(), f"{scheme}://...")
+        raise UsageError(f"{location!r} is not a store URL, which starts with {scheme}:// (e.g. {example})")
 
 
 def _seconds(env: Mapping[str, str], name: str, default: float, *, positive: bool = False) -> float:
