@@ -146,6 +146,9 @@ async def _open(database: Database, *, create: bool, migrate: bool) -> BaseStore
             return await open_store(database.url)
         except ImportError as exc:  # the backend's extra (psycopg for postgresql://) is not installed
             raise UsageError(str(exc), code="missing_extra") from exc
+        except StoreError as exc:
+            await _check_database_exists(database, exc)
+            raise
     is_new = not database.exists()
     if is_new and not create:
         raise StoreError(
@@ -154,6 +157,23 @@ async def _open(database: Database, *, create: bool, migrate: bool) -> BaseStore
         )
     timeout_ms = int(database.lock_timeout * 1000)
     return await SqliteStore.open(database.url, migrate=migrate or is_new, busy_timeout_ms=timeout_ms)
+
+
+async def _check_database_exists(database: Database, failure: StoreError) -> None:
+    """Say that a PostgreSQL database is missing, as for a SQLite file, when that is why the store did not open.
+
+    Raises:
+        StoreError: ``store_not_found`` when the server answers that it has no such database.
+    """
+    if failure.code != "store_error" or not database.location.startswith(("postgresql:", "postgres:")):
+        return
+    from stellate.store.pg_database import database_name, has_database
+
+    if await has_database(database.url) is False:
+        raise StoreError(
+            f'no database "{database_name(database.url)}" at {database.describe()}; `stellate db migrate` creates it',
+            code="store_not_found",
+        ) from failure
 
 
 def _check_location(location: str) -> None:
