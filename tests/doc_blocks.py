@@ -18,8 +18,8 @@ SHELL_LANGUAGES = ("bash", "sh", "shell", "console", "zsh")
 
 _FENCE = re.compile(r"^```(?P<info>[^\n]*)\n(?P<code>.*?)^```[ \t]*$", re.MULTILINE | re.DOTALL)
 _MARKER = re.compile(r"^<!-- (?P<text>.*?) -->$")
-RUN_BY = re.compile(r"^run by (?P<path>tests/[\w/]+\.py)::(?P<test>test_\w+)$")
-NOT_RUN = re.compile(r"^not run: (?P<reason>\S.{9,})$")
+RUN_BY_MARKER = re.compile(r"^run by (?P<path>tests/[\w/]+\.py)::(?P<test>test_\w+)$")
+NOT_RUN_MARKER = re.compile(r"^not run: (?P<reason>\S.{9,})$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,7 +49,7 @@ class Fence:
 
     def runner(self) -> tuple[str, str] | None:
         """The ``(path, test)`` its marker names, or None."""
-        found = RUN_BY.match(self.marker or "")
+        found = RUN_BY_MARKER.match(self.marker or "")
         return (found["path"], found["test"]) if found else None
 
     def commands(self) -> list[str]:
