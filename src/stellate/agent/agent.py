@@ -22,10 +22,10 @@ from stellate.agent.relay import EventRelay
 from stellate.agent.runtime import BUILTIN_TOOLS, Registries, frozen_config, overlay
 from stellate.agent.sessions import SessionCache
 from stellate.agent.topology import SessionDigest, TopologyNode, build_forest, digest_of
+from stellate.agent.turn_notices import turn_error, waiting_notice
 from stellate.engine.config import ForkOptions, ForkProfile, SessionConfig
 from stellate.engine.events import (
     AgentEvent,
-    ErrorRaised,
     InsightUpdated,
     MemoryUpdated,
     SessionArchived,
@@ -39,7 +39,7 @@ from stellate.engine.mcp import MCPServers, MCPServerSpec
 from stellate.engine.runner import DEFAULT_MAX_ROUNDS, TurnRunner
 from stellate.engine.skills import SkillSet
 from stellate.engine.tools import Tool, ToolRegistry
-from stellate.errors import SessionBusyError, StellateError, UsageError
+from stellate.errors import SessionBusyError, UsageError
 from stellate.llm.types import LLMAdapter
 from stellate.log.events import make_event
 from stellate.log.messages import Message
@@ -358,7 +358,10 @@ class Agent:
             async with self._locks.hold(session_id):
                 session = await self._session(session_id, fresh=False)
                 wait = self.busy_timeout if busy_timeout is None else busy_timeout
-                async with session.hold(wait=wait, until_turn_end=True):
+
+                async with session.hold(
+                    wait=wait, until_turn_end=True, on_wait=waiting_notice(queue, session_id, wait)
+                ):
                     tools = await self._tools_for(session)
                     runner = TurnRunner(session, tools, agent=self, max_rounds=self.max_rounds)
                     async for event in runner.run(content, output=output):
@@ -367,7 +370,7 @@ class Agent:
             self._consolidator.schedule(session)
         except Exception as exc:
             if not isinstance(exc, SessionBusyError):  # a turn that ran and failed: watchers elsewhere learn of it
-                await self.events.publish(_turn_error(session_id, exc))
+                await self.events.publish(turn_error(session_id, exc))
             raise
         finally:
             queue.put_nowait(None)
@@ -490,12 +493,3 @@ class Agent:
     async def _session(self, session_id: str, *, fresh: bool = True) -> Session:
         """The session, from the cache when it is there (caught up with the store unless ``fresh`` is False)."""
         return await self._sessions.get(session_id, fresh=fresh)
-
-
-def _turn_error(session_id: str, exc: Exception) -> ErrorRaised:
-    """A failed turn as an event (the log records it too, as ``turn/end {error}``)."""
-    if isinstance(exc, StellateError):
-        return ErrorRaised(
-            session_id=session_id, source="turn", code=exc.code, message=exc.message, details=dict(exc.details)
-        )
-    return ErrorRaised(session_id=session_id, source="turn", code="unexpected_error", message=type(exc).__name__)

@@ -9,7 +9,7 @@ length of the history.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from stellate.errors import SessionBusyError, UsageError
@@ -158,7 +158,13 @@ class Session:
         return self.writer.lease.current
 
     @contextlib.asynccontextmanager
-    async def hold(self, *, wait: float | None = None, until_turn_end: bool = False) -> AsyncIterator[Session]:
+    async def hold(
+        self,
+        *,
+        wait: float | None = None,
+        until_turn_end: bool = False,
+        on_wait: Callable[[Lease | None], None] | None = None,
+    ) -> AsyncIterator[Session]:
         """Be the session's only writer until the block ends, whatever other processes share the store.
 
         Takes the session's lease in the store (waiting up to ``wait`` seconds, the runtime's
@@ -171,6 +177,7 @@ class Session:
             wait: Seconds to wait for another writer; the runtime's ``busy_timeout`` when None.
             until_turn_end: The block ends with the next turn: that turn's closing write gives the lease back
                 in its own transaction (one write fewer), and nothing is written in the block after it.
+            on_wait: Told once, with the other writer's lease, when taking the lease has to wait for it.
 
         Raises:
             SessionBusyError: another writer still holds the session after ``wait`` seconds.
@@ -178,7 +185,7 @@ class Session:
         if self.writer.lease.current is not None:
             yield self
             return
-        record = await self.writer.lease.take(self.runtime.busy_timeout if wait is None else wait)
+        record = await self.writer.lease.take(self.runtime.busy_timeout if wait is None else wait, on_wait)
         self.writer.lease.ends_with_turn = until_turn_end
         try:
             await self.writer.catch_up(record)

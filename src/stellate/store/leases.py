@@ -70,13 +70,27 @@ class LeaseStore(abc.ABC):
     # -- leases: one writer per session, across processes ---------------------------------------
 
     async def acquire_lease(
-        self, session_id: SessionId, *, owner: str, ttl: float = DEFAULT_LEASE_TTL, wait: float = 0.0
+        self,
+        session_id: SessionId,
+        *,
+        owner: str,
+        ttl: float = DEFAULT_LEASE_TTL,
+        wait: float = 0.0,
+        on_wait: Callable[[Lease | None], None] | None = None,
     ) -> tuple[Lease, SessionRecord]:
         """Take the session's lease, waiting up to ``wait`` seconds while another writer holds a live one.
 
         A lease whose holder stopped renewing it (a crashed process) lapses ``ttl`` seconds after its last
         renewal and can then be taken. A holder on this host whose process is known to be gone (see
         `stellate.store.liveness`) is taken over at once.
+
+        Args:
+            session_id: The session.
+            owner: Who takes it (shown to writers kept out).
+            ttl: Seconds the lease lasts unless renewed.
+            wait: Seconds to wait for a live holder.
+            on_wait: Called once, with the holder's lease, when the call is about to wait for it (so a caller
+                can say who it waits for).
 
         Returns:
             The new lease and the session's record as of the grant.
@@ -103,6 +117,9 @@ class LeaseStore(abc.ABC):
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise busy_error(session_id, current.lease, now)
+            if on_wait is not None:
+                on_wait(current.lease)
+                on_wait = None
             await asyncio.sleep(min(delay, remaining))
             delay = min(delay * 2, _POLL_MAX)
 
