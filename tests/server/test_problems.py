@@ -71,7 +71,14 @@ async def test_an_unexpected_exception_is_a_500_without_traceback(app: FastAPI) 
 
 @pytest.mark.parametrize(
     ("path", "params"),
-    [("/sessions", {"limit": 0}), ("/sessions", {"limit": "many"}), ("/sessions", {"status": "gone"})],
+    [
+        ("/sessions", {"limit": 0}),
+        ("/sessions", {"limit": "many"}),
+        ("/sessions", {"status": "gone"}),
+        # Past any 64-bit column: SQLite raised OverflowError (a 500) where PostgreSQL answered 422.
+        ("/sessions/s-none/context", {"step": 2**70}),
+        ("/sessions/s-none/events", {"after": 2**70}),
+    ],
 )
 async def test_bad_query_values_are_422(client: httpx.AsyncClient, path: str, params: dict[str, object]) -> None:
     assert is_problem(await client.get(path, params=params), 422, "validation_error")
@@ -84,3 +91,19 @@ async def test_the_api_docs_page_needs_no_internet(client: httpx.AsyncClient) ->
     script = await client.get("http://127.0.0.1/docs-assets/swagger-ui-bundle.js")
     assert script.status_code == 200 and len(script.content) > 100_000
     assert (await client.get("http://127.0.0.1/openapi.json")).json()["info"]["title"] == "stellate"
+
+
+async def test_a_fork_point_past_any_seq_is_422(client: httpx.AsyncClient) -> None:
+    sid = (await client.post("/sessions", json={"label": "x"})).json()["id"]
+    for point in ("boundary", "at_seq"):
+        response = await client.post(f"/sessions/{sid}/forks", json={"label": "y", point: 2**70})
+        assert is_problem(response, 422, "validation_error")
+
+
+async def test_the_context_of_a_call_always_names_its_prompt_and_insight(client: httpx.AsyncClient) -> None:
+    """The schema marks both required: null when the call had none, never left out."""
+    sid = (await client.post("/sessions", json={"label": "plain"})).json()["id"]
+    await client.post(f"/sessions/{sid}/turns", json={"content": "hi"})
+    context = (await client.get(f"/sessions/{sid}/context")).json()
+    assert context["system_prompt"] is None and context["insight"] is None
+    assert all(None not in message.values() for message in context["messages"])

@@ -90,11 +90,11 @@ def create_app(
     for module in (sessions, turns, forks, log, meta):
         app.include_router(module.router, prefix="/v1")
     install_ui(app)
-    document_stream_caps(app.router)
+    document_stream_caps(app)
     # Outermost last: a refused Host or Origin runs nothing, not even the body read.
     app.add_middleware(BodyLimit, max_bytes=max_body, timeout=body_timeout)
     app.add_middleware(
-        StreamCaps, router=app.router, keys=keys, per_client=max_streams_per_client, per_space=max_streams_per_space
+        StreamCaps, api=app, keys=keys, per_client=max_streams_per_client, per_space=max_streams_per_space
     )
     policy = HostPolicy.of(allowed_hosts, allowed_origins, with_keys=keys is not None)
     app.add_middleware(BrowserGuard, policy=policy)

@@ -1,21 +1,22 @@
 """Caps on the event streams held open at once: per client address and per space, 429 past either.
 
 An idle stream costs little, but a client that opens thousands of them would hold the server's memory and
-file descriptors. A stream route is a GET route whose documented 200 answer is ``text/event-stream`` (so a
-new one is capped without being listed here); a turn streamed over ``POST`` ends with its turn and is not
-counted. The refusal is ``429 too_many_streams`` with ``Retry-After``, before the route runs.
+file descriptors. A stream route is a GET route whose documented 200 answer is ``text/event-stream`` in the
+app's OpenAPI description (so a new one is capped without being listed here); a turn streamed over ``POST``
+ends with its turn and is not counted. The refusal is ``429 too_many_streams`` with ``Retry-After``, before
+the route runs.
 """
 
 from __future__ import annotations
 
 import collections
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-from fastapi.routing import APIRoute
+from fastapi import FastAPI
 from starlette.requests import Request
-from starlette.routing import Match, Router
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from stellate.server.auth import authenticate
@@ -30,38 +31,53 @@ __all__ = [
     "RETRY_AFTER_STREAMS",
     "StreamCaps",
     "document_stream_caps",
-    "is_stream_route",
+    "stream_paths",
 ]
 
 RETRY_AFTER_STREAMS = 5
 """Seconds a refused client should wait before it opens a stream again."""
 
 
-def is_stream_route(route: object) -> bool:
-    """Whether ``route`` is a GET route answering a never-ending ``text/event-stream``."""
-    if not isinstance(route, APIRoute) or "GET" not in (route.methods or ()):
-        return False
-    content = (route.responses.get(200) or {}).get("content") or {}
-    return "text/event-stream" in content
+def stream_paths(openapi: dict[str, Any]) -> list[re.Pattern[str]]:
+    """Patterns of the paths whose GET answers a never-ending ``text/event-stream`` (from the OpenAPI document)."""
+    found = []
+    for path, operations in openapi.get("paths", {}).items():
+        answer = operations.get("get", {}).get("responses", {}).get("200", {})
+        if "text/event-stream" in answer.get("content", {}):
+            pattern = "[^/]+".join(re.escape(part) for part in re.split(r"\{[^}]*\}", path))
+            found.append(re.compile(f"^{pattern}$"))
+    return found
 
 
-def document_stream_caps(router: Router) -> None:
-    """Add the 429 answer to the OpenAPI responses of every stream route of ``router``."""
-    for route in router.routes:
-        if is_stream_route(route):
-            assert isinstance(route, APIRoute)
-            route.responses[429] = {
-                "description": "too many streams held open by this client or space (see Retry-After)",
-                "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}},
-            }
+def document_stream_caps(app: FastAPI) -> None:
+    """Add the 429 answer to the OpenAPI description of every stream route of ``app``."""
+    build = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        fresh = app.openapi_schema is None
+        document = build()
+        if fresh:
+            for path, operations in document.get("paths", {}).items():
+                if any(p.match(path) for p in stream_paths({"paths": {path: operations}})):
+                    operations["get"]["responses"]["429"] = _TOO_MANY
+        return document
+
+    app.openapi = openapi  # type: ignore[method-assign]  # FastAPI's documented way to extend the description
+
+
+_TOO_MANY = {
+    "description": "too many streams held open by this client or space (see Retry-After)",
+    "content": {"application/problem+json": {"schema": {"$ref": "#/components/schemas/Problem"}}},
+}
 
 
 class StreamCaps:
     """ASGI middleware counting the open streams of each client address and space."""
 
-    def __init__(self, app: ASGIApp, *, router: Router, keys: KeyRing | None, per_client: int, per_space: int) -> None:
+    def __init__(self, app: ASGIApp, *, api: FastAPI, keys: KeyRing | None, per_client: int, per_space: int) -> None:
         self.app = app
-        self.router = router
+        self.api = api
+        self._paths: list[re.Pattern[str]] | None = None
         self.keys = keys
         self.limits = {"client": per_client, "space": per_space}
         self.open: collections.Counter[tuple[str, str]] = collections.Counter()
@@ -83,7 +99,10 @@ class StreamCaps:
             await self.app(scope, receive, send)
 
     def _is_stream(self, scope: Scope) -> bool:
-        return any(is_stream_route(r) and r.matches(scope)[0] == Match.FULL for r in self.router.routes)
+        if self._paths is None:  # the routes are all there by the first request
+            self._paths = stream_paths(self.api.openapi())
+        path = scope.get("path", "")
+        return any(p.match(path) for p in self._paths)
 
     def _holders(self, scope: Scope) -> list[tuple[str, str]] | None:
         """(``client``, address) and (``space``, name), or None when the request has no valid key."""
