@@ -182,7 +182,9 @@ async def b6_streams(params: dict[str, Any]) -> dict[str, Any]:
             closed = _rss_kib(pid)
             await _release(http, await _hold(http, streams))
             reopened = _rss_kib(pid) - closed
-    per = {"held": (held - base) / streams, "closed": (closed - base) / streams, "reopened": reopened / streams}
+    # RSS moves by whole pages and may shrink: a negative growth is none.
+    grown = {"held": held - base, "closed": closed - base, "reopened": reopened}
+    per = {key: max(kib, 0.0) / streams for key, kib in grown.items()}
     return {
         "open": {"ms": [opened]},
         "p50": {"ms": [median(delays)]},

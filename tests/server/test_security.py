@@ -172,4 +172,4 @@ def test_only_names_of_this_machine_are_loopback() -> None:
     ],
 )
 def test_same_origin_is_the_host_with_its_port(origin: str, host: str, same: bool) -> None:
-    assert HostPolicy.of(None, with_keys=False).allows_origin(origin, host, "http") is same
+    assert HostPolicy.of(None, with_keys=False).allows_origin(origin, host) is same

@@ -87,7 +87,7 @@ class HostPolicy:
             return True
         return any(name == h or (h.startswith("*.") and name.endswith(h[1:])) for h in self.hosts)
 
-    def allows_origin(self, origin: str, host: str, scheme: str) -> bool:
+    def allows_origin(self, origin: str, host: str) -> bool:
         """Whether a page of ``origin`` may change state on a request whose ``Host`` is ``host``."""
         origin = origin.strip().lower()
         if ANY in self.origins or origin in self.origins:
@@ -101,7 +101,7 @@ class HostPolicy:
             return False
         name, port = split_host(host)
         # A proxy that ends TLS may forward neither the scheme nor the port: the Origin's scheme says which.
-        host_port = port or _DEFAULT_PORTS.get(parts.scheme, _DEFAULT_PORTS.get(scheme, 80))
+        host_port = port or _DEFAULT_PORTS[parts.scheme]
         return parts.hostname.rstrip(".") == name and origin_port == host_port
 
 
@@ -135,7 +135,7 @@ class BrowserGuard:
         if scope["type"] == "http" and method in _SAFE_METHODS:
             return None
         origin = headers.get("origin")
-        if origin is not None and not self.policy.allows_origin(origin, host, scope.get("scheme", "http")):
+        if origin is not None and not self.policy.allows_origin(origin, host):
             return "origin_not_allowed", f"requests from pages of {origin!r} may not change state here", 403
         if scope["type"] == "http" and not _is_json_or_empty(headers):
             kind = headers.get("content-type", "(none)")
