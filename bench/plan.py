@@ -55,6 +55,9 @@ SERVER_RATE = "throughput, turns/s"
 STREAMS_OPEN = "open a stream, ms each"
 STREAMS_P50 = "p50 delivery to all streams, ms"
 STREAMS_P99 = "p99 delivery to all streams, ms"
+STREAMS_HELD = "idle stream memory: server RSS growth per open stream, KiB"
+STREAMS_CLOSED = "after they all close: RSS still grown per stream, KiB"
+STREAMS_REOPENED = "N streams opened again: RSS growth per stream, KiB"
 
 PEERS = ("langgraph", "agents")
 
@@ -241,7 +244,14 @@ def _b6(sizes: Sizes) -> list[Case]:
         Case("B6", c, "server.b6", {"sessions": c, "turns": sizes.b6_turns, "latency_ms": B6_LATENCY_MS}, rows)
         for c in sizes.b6_c
     ]
-    rows = {"open": STREAMS_OPEN, "p50": STREAMS_P50, "p99": STREAMS_P99}
+    rows = {
+        "open": STREAMS_OPEN,
+        "p50": STREAMS_P50,
+        "p99": STREAMS_P99,
+        "held": STREAMS_HELD,
+        "closed": STREAMS_CLOSED,
+        "reopened": STREAMS_REOPENED,
+    }
     streams = [
         Case("B6-streams", n, "server.b6_streams", {"streams": n, "events": 20, "latency_ms": B6_LATENCY_MS}, rows)
         for n in sizes.b6_streams

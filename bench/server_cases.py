@@ -2,7 +2,9 @@
 
 ``b6``: C sessions, each running K turns back to back, all sessions at once: per-turn latency seen by the
 client (p50, p99) and throughput. ``b6_streams``: N clients hold the space's event stream (SSE) open; each
-new session's event must reach all of them: time to open the streams, and delivery latency (p50, p99).
+new session's event must reach all of them: time to open the streams, and delivery latency (p50, p99); and
+what idle streams cost the server: its RSS growth per open stream, what stays after they close, and the
+growth when N streams open again (memory kept by the allocator is reused, not leaked).
 Loopback only; the server and the client are separate processes sharing the machine's cores.
 """
 
@@ -42,21 +44,17 @@ async def serve_agent(store: Any, port: int, latency_ms: float, **agent_options:
     from stellate.llm.scripted import FunctionLLM
     from stellate.llm.types import LLMRequest
     from stellate.server import create_app
+    from stellate.server.serving import uvicorn_config
 
     async def model(request: LLMRequest) -> str:
         await asyncio.sleep(latency_ms / 1000)
         return REPLY
 
     async with Agent(store, llm=FunctionLLM(model), **agent_options) as agent:
-        # Connections may idle longer than uvicorn's 5 s default between phases under load; keep them.
-        config = uvicorn.Config(
-            create_app(agent),
-            host="127.0.0.1",
-            port=port,
-            log_level="warning",
-            access_log=False,
-            timeout_keep_alive=300,
-        )
+        # One client process holds every stream: the per-client cap would refuse past 32.
+        app = create_app(agent, max_streams_per_client=100_000, max_streams_per_space=100_000)
+        # As `stellate serve` runs it (header deadline, 75 s keep-alive).
+        config = uvicorn_config(app, host="127.0.0.1", port=port, log_level="warning", access_log=False)
         await uvicorn.Server(config).serve()
 
 
@@ -70,6 +68,13 @@ def _free_port() -> int:
 @contextmanager
 def served(directory: str, latency_ms: float) -> Iterator[str]:
     """A server in a child process for the duration of the block; yields its ``/v1`` URL."""
+    with served_process(directory, latency_ms) as (url, _):
+        yield url
+
+
+@contextmanager
+def served_process(directory: str, latency_ms: float) -> Iterator[tuple[str, int]]:
+    """A server in a child process for the duration of the block; yields its ``/v1`` URL and its pid."""
     port = _free_port()
     child = multiprocessing.get_context("spawn").Process(
         target=_serve, args=(str(Path(directory) / "server.db"), port, latency_ms), daemon=True
@@ -78,7 +83,8 @@ def served(directory: str, latency_ms: float) -> Iterator[str]:
     url = f"http://127.0.0.1:{port}/v1"
     try:
         wait_until_healthy(url, child)
-        yield url
+        assert child.pid is not None
+        yield url, child.pid
     finally:
         child.terminate()  # SIGTERM: uvicorn's graceful shutdown
         child.join(30)
@@ -154,16 +160,15 @@ async def b6(params: dict[str, Any]) -> dict[str, Any]:
 async def b6_streams(params: dict[str, Any]) -> dict[str, Any]:
     """N held SSE streams of the space's events; M new sessions, each event timed until all N have it."""
     streams, events = params["streams"], params["events"]
-    with served(params["dir"], params["latency_ms"]) as url:
+    with served_process(params["dir"], params["latency_ms"]) as (url, pid):
         async with client(url, streams + 4) as http:
+            await _hold(http, 1)  # one stream first: what the first one costs once (imports, caches) is not per stream
+            base = _rss_kib(pid)
             seen: dict[str, list[float]] = {}
-            ready = [asyncio.Event() for _ in range(streams)]
             start = time.perf_counter()
-            readers = [asyncio.create_task(_read(http, seen, ready[n])) for n in range(streams)]
-            while not all(r.is_set() for r in ready):  # a probe until every stream has one: all are live
-                await _session(http, "probe")
-                await asyncio.sleep(0.05)
+            readers = await _hold(http, streams, seen)
             opened = ms(time.perf_counter() - start) / streams
+            held = _rss_kib(pid)
             delays: list[float] = []
             for n in range(events):
                 label = f"event-{n}"
@@ -173,10 +178,49 @@ async def b6_streams(params: dict[str, Any]) -> dict[str, Any]:
                 while len(seen[label]) < streams:
                     await asyncio.sleep(0.001)
                 delays += [ms(at - sent) for at in seen[label]]
-            for reader in readers:
-                reader.cancel()
-            await asyncio.gather(*readers, return_exceptions=True)
-    return {"open": {"ms": [opened]}, "p50": {"ms": [median(delays)]}, "p99": {"ms": [quantile(delays, 0.99)]}}
+            await _release(http, readers)
+            closed = _rss_kib(pid)
+            await _release(http, await _hold(http, streams))
+            reopened = _rss_kib(pid) - closed
+    # RSS moves by whole pages and may shrink: a negative growth is none.
+    grown = {"held": held - base, "closed": closed - base, "reopened": reopened}
+    per = {key: max(kib, 0.0) / streams for key, kib in grown.items()}
+    return {
+        "open": {"ms": [opened]},
+        "p50": {"ms": [median(delays)]},
+        "p99": {"ms": [quantile(delays, 0.99)]},
+        **{key: {"ms": [value]} for key, value in per.items()},
+    }
+
+
+def _rss_kib(pid: int) -> float:
+    """The resident memory of process ``pid`` (Linux), in KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return float(line.split()[1])
+    raise RuntimeError("no VmRSS in /proc: the idle-stream rows need Linux")
+
+
+async def _hold(
+    http: httpx.AsyncClient, streams: int, seen: dict[str, list[float]] | None = None
+) -> list[asyncio.Task[None]]:
+    """``streams`` readers of the space's events, returned once every one of them is live."""
+    seen = {} if seen is None else seen
+    ready = [asyncio.Event() for _ in range(streams)]
+    readers = [asyncio.create_task(_read(http, seen, ready[n])) for n in range(streams)]
+    while not all(r.is_set() for r in ready):  # a probe until every stream has one: all are live
+        await _session(http, "probe")
+        await asyncio.sleep(0.05)
+    return readers
+
+
+async def _release(http: httpx.AsyncClient, readers: list[asyncio.Task[None]]) -> None:
+    """Close the streams, and give the server the time to see it (a second, and a request)."""
+    for reader in readers:
+        reader.cancel()
+    await asyncio.gather(*readers, return_exceptions=True)
+    await asyncio.sleep(1)
+    (await http.get("/health")).raise_for_status()
 
 
 async def _read(http: httpx.AsyncClient, seen: dict[str, list[float]], ready: asyncio.Event) -> None:

@@ -235,4 +235,12 @@ ERROR_CODES: dict[str, str] = {
     "internal_error": "the server failed unexpectedly (details are in its log, never in the response)",
     "key_not_found": "no API key has this id",
     "keys_required": "the server would listen beyond loopback without API keys",
+    "host_not_allowed": "the server does not serve the request's Host (dev mode serves loopback names only)",
+    "origin_not_allowed": "a page of another origin may not change state on this server",
+    "unsupported_media_type": "a request that changes state sent a body that is not JSON",
+    "request_timeout": "the request's body did not arrive within the server's deadline",
+    "too_many_streams": "this client or space already holds the most event streams the server allows",
+    "port_in_use": "another process already listens on the address `stellate serve` was given",
+    "invalid_address": "the host or port to listen on is not a valid address of this machine",
+    "bind_refused": "the system refused to let `stellate serve` listen there (a privileged port?)",
 }

@@ -14,7 +14,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 import httpx
-from cli_support import Run
+from cli_support import Run, run_process
 
 from stellate.cli.exit_codes import EXIT_STATUS
 
@@ -101,3 +101,37 @@ def test_serve_with_keys_opens_only_the_keys_space(cli: Run, tmp_path: Path) -> 
         assert httpx.get(f"{url}/sessions").status_code == 401
         info = httpx.get(f"{url}/info", headers={"Authorization": f"Bearer {key}"}).json()
         assert (info["space"], info["auth"]) == ("team-a", "keys")
+
+
+def test_serve_on_a_port_in_use_is_one_line_and_its_exit_status(tmp_path: Path) -> None:
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = str(taken.getsockname()[1])
+        done = run_process("serve", "--port", port, "--db", str(tmp_path / "s.db"))
+    assert done.status == EXIT_STATUS["port_in_use"] == 69
+    assert done.err.count("\n") == 1 and "[port_in_use]" in done.err and port in done.err
+    assert done.out == ""  # no banner: nothing listens
+    assert not (tmp_path / "s.db").exists()
+
+
+def test_serve_on_a_port_that_is_none_is_one_line_and_its_exit_status(tmp_path: Path) -> None:
+    done = run_process("serve", "--port", "99999", "--db", str(tmp_path / "s.db"))
+    assert done.status == EXIT_STATUS["invalid_address"] == 2
+    assert done.err.count("\n") == 1 and "[invalid_address]" in done.err and done.out == ""
+
+
+def test_serve_with_keys_on_an_address_of_no_interface_is_one_line(cli: Run, tmp_path: Path) -> None:
+    cli("keys", "create", "--space", "team-a")
+    done = run_process("serve", "--host", "192.0.2.1", "--db", str(tmp_path / "stellate.db"))  # TEST-NET-1
+    assert done.status == EXIT_STATUS["invalid_address"] and "[invalid_address]" in done.err
+    assert done.err.count("\n") == 1
+
+
+def test_serve_refuses_a_rebound_host_and_a_cross_origin_form(tmp_path: Path) -> None:
+    with serving(tmp_path) as (url, _):
+        rebound = httpx.post(f"{url}/sessions", json={"label": "x"}, headers={"Host": "attacker.example"})
+        assert rebound.status_code == 421 and rebound.json()["code"] == "host_not_allowed"
+        form = httpx.post(f"{url}/sessions", data={"label": "x"}, headers={"Origin": "http://attacker.example"})
+        assert form.status_code == 403 and form.json()["code"] == "origin_not_allowed"
+        assert httpx.get(f"{url}/sessions").json()["items"] == []

@@ -27,7 +27,7 @@ def echo_llm() -> ScriptedLLM:
 @pytest.fixture
 async def client() -> AsyncIterator[Client]:
     app = create_app(Agent(MemoryStore(), llm=echo_llm()))
-    async with Client("http://test", transport=httpx.ASGITransport(app)) as remote:
+    async with Client("http://127.0.0.1", transport=httpx.ASGITransport(app)) as remote:
         yield remote
 
 

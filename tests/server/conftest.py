@@ -49,7 +49,7 @@ def app(store: BaseStore, llm: ScriptedLLM) -> FastAPI:
 
 @pytest.fixture
 async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://test/v1") as http:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://127.0.0.1/v1") as http:
         yield http
 
 
@@ -70,5 +70,5 @@ async def keyed(store: BaseStore, llm: ScriptedLLM, keys: Keys) -> AsyncIterator
     app = create_app(
         make_agent(store, llm), spaces=lambda space: make_agent(store.in_space(space), llm), keys=keys.ring
     )
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://test/v1") as http:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://127.0.0.1/v1") as http:
         yield http

@@ -18,7 +18,7 @@ from stellate.server.ui import UI_DIR
 @pytest.fixture
 async def plain() -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(Agent("memory://", llm=ScriptedLLM(default="ok")))
-    async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://test") as http:
+    async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://127.0.0.1") as http:
         yield http
 
 

@@ -57,6 +57,8 @@ EXIT_STATUS: dict[str, int] = {
     "method_not_allowed": 2,
     "request_too_large": 2,
     "key_not_found": 2,
+    "unsupported_media_type": 2,
+    "invalid_address": 2,
     # 3: no such session (or no database at all).
     "session_not_found": 3,
     "source_not_found": 3,
@@ -77,6 +79,8 @@ EXIT_STATUS: dict[str, int] = {
     # 75 (sysexits EX_TEMPFAIL): another writer holds the session; retry later.
     "session_busy": 75,
     "lease_lost": 75,
+    "too_many_streams": 75,
+    "request_timeout": 75,
     # 7: the database schema does not match this stellate.
     "schema_too_new": 7,
     "schema_behind": 7,
@@ -100,6 +104,9 @@ EXIT_STATUS: dict[str, int] = {
     "store_closed": 11,
     # 74 (sysexits EX_IOERR): a file could not be read or written.
     "io_error": 74,
+    # 69 (sysexits EX_UNAVAILABLE): the address to listen on is taken or refused; free it or pick another.
+    "port_in_use": 69,
+    "bind_refused": 69,
     # 78 (sysexits EX_CONFIG): something must be installed or configured first.
     "provider_not_configured": 78,
     "missing_extra": 78,
@@ -107,6 +114,8 @@ EXIT_STATUS: dict[str, int] = {
     # 77 (sysexits EX_NOPERM): the API key is missing, unknown or may only read.
     "unauthorized": 77,
     "read_only_key": 77,
+    "host_not_allowed": 77,
+    "origin_not_allowed": 77,
 }
 
 # Most specific class first: the fallback for codes the table does not know.

@@ -6,13 +6,22 @@ import argparse
 import ipaddress
 from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from stellate.agent import Agent
 from stellate.cli.database import Database, open_database
 from stellate.cli.devtools import serve_and_open, ui_url
 from stellate.cli.invocation import Invocation
+from stellate.cli.listening import bind_listener
 from stellate.cli.providers import adapter_or_placeholder, public_providers
 from stellate.errors import UsageError
+from stellate.server.defaults import (
+    DEFAULT_BODY_TIMEOUT,
+    DEFAULT_HEADER_TIMEOUT,
+    DEFAULT_KEEP_ALIVE,
+    DEFAULT_STREAMS_PER_CLIENT,
+    DEFAULT_STREAMS_PER_SPACE,
+)
 from stellate.server.keys import KeyRing
 from stellate.store import BaseStore
 
@@ -46,12 +55,74 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
     serve_parser.add_argument("--provider", help=f"model provider: {', '.join(public_providers())}")
     serve_parser.add_argument("--model", help="model name (for local: a GGUF file)")
     serve_parser.add_argument("--base-url", dest="base_url", help="API root of an OpenAI-compatible server")
+    _add_safety_options(serve_parser)
     serve_parser.set_defaults(handler=serve)
+
+
+def _add_safety_options(parser: argparse.ArgumentParser) -> None:
+    """The flags of docs/server.md's "Security" and "Limits" sections."""
+    add = parser.add_argument
+    add(
+        "--allowed-host",
+        dest="allowed_hosts",
+        action="append",
+        metavar="HOST",
+        help="a Host name to serve besides loopback (example.com, *.example.com, *); repeatable",
+    )
+    add(
+        "--allowed-origin",
+        dest="allowed_origins",
+        action="append",
+        default=[],
+        metavar="ORIGIN",
+        help="an origin whose pages may change state (https://app.example.com); repeatable",
+    )
+    add(
+        "--forwarded-allow-ips",
+        dest="forwarded_allow_ips",
+        metavar="IPS",
+        help="proxies whose X-Forwarded-For/-Proto are trusted (default $FORWARDED_ALLOW_IPS or 127.0.0.1)",
+    )
+    add(
+        "--keep-alive",
+        dest="keep_alive",
+        type=_positive_int,
+        default=DEFAULT_KEEP_ALIVE,
+        metavar="S",
+        help=f"seconds an idle connection is kept open (default {DEFAULT_KEEP_ALIVE})",
+    )
+    for flag, default, what in (
+        ("--header-timeout", DEFAULT_HEADER_TIMEOUT, "headers"),
+        ("--body-timeout", DEFAULT_BODY_TIMEOUT, "body"),
+    ):
+        add(
+            flag,
+            type=_positive_float,
+            default=default,
+            metavar="S",
+            help=f"seconds a client has to send a request's {what} (default {default:g})",
+        )
+    for per, default in (("client", DEFAULT_STREAMS_PER_CLIENT), ("space", DEFAULT_STREAMS_PER_SPACE)):
+        add(
+            f"--max-streams-per-{per}",
+            dest=f"streams_per_{per}",
+            type=_positive_int,
+            default=default,
+            metavar="N",
+            help=f"event streams one {per} may hold open (default {default})",
+        )
 
 
 def _positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
+        raise ValueError(text)
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0:
         raise ValueError(text)
     return value
 
@@ -83,9 +154,8 @@ def describe_store(database: Database) -> str:
 async def serve(inv: Invocation) -> int:
     """Serve until interrupted; running turns get ``--grace`` seconds to finish, then are aborted."""
     try:
-        import uvicorn
-
         from stellate.server.app import create_app
+        from stellate.server.serving import BoundServer, uvicorn_config
     except ImportError as exc:
         raise UsageError('the server needs its extra: pip install "stellate[server]"', code="missing_extra") from exc
     args, database = inv.args, inv.database()
@@ -98,34 +168,57 @@ async def serve(inv: Invocation) -> int:
             code="keys_required",
         )
     llm, configured = adapter_or_placeholder(inv.provider())
-    async with open_database(database, create=True) as store:
+    with bind_listener(args.host, args.port) as sock:  # before the store opens: a bad address creates nothing
+        port = int(sock.getsockname()[1])
+        async with open_database(database, create=True) as store:
 
-        def agent_of(scoped: BaseStore) -> Agent:
-            return inv.agent(
-                scoped,
-                llm=llm,
-                builtin_tools=BUILTIN_TOOLS,
-                configured=configured,
-                consolidate_every=args.consolidate_every,
+            def agent_of(scoped: BaseStore) -> Agent:
+                return inv.agent(
+                    scoped,
+                    llm=llm,
+                    builtin_tools=BUILTIN_TOOLS,
+                    configured=configured,
+                    consolidate_every=args.consolidate_every,
+                )
+
+            app = create_app(
+                agent_of(store),
+                spaces=lambda space: agent_of(store.in_space(space)),
+                keys=keyring if with_keys else None,
+                store_name=describe_store(database),
+                **_app_options(args),
             )
-
-        app = create_app(
-            agent_of(store),
-            spaces=lambda space: agent_of(store.in_space(space)),
-            keys=keyring if with_keys else None,
-            shutdown_grace=args.grace,
-            store_name=describe_store(database),
-        )
-        config = uvicorn.Config(
-            app, host=args.host, port=args.port, timeout_graceful_shutdown=max(int(args.grace), 1), log_level="warning"
-        )
-        inv.consoles.out.print(
-            _startup_line(args.host, args.port, database, keyring, with_keys, configured), soft_wrap=True
-        )
-        url = ui_url(args.host, args.port)
-        inv.consoles.out.print(f"devtools UI (the star map): {url}", soft_wrap=True)
-        await serve_and_open(uvicorn.Server(config), url if args.open else None)
+            config = uvicorn_config(app, **_server_options(args))
+            inv.consoles.out.print(
+                _startup_line(args.host, port, database, keyring, with_keys, configured), soft_wrap=True
+            )
+            url = ui_url(args.host, port)
+            inv.consoles.out.print(f"devtools UI (the star map): {url}", soft_wrap=True)
+            await serve_and_open(BoundServer(config, sock), url if args.open else None)
     return 0
+
+
+def _app_options(args: argparse.Namespace) -> dict[str, Any]:
+    """`create_app`'s options from the flags."""
+    return {
+        "shutdown_grace": args.grace,
+        "allowed_hosts": args.allowed_hosts,
+        "allowed_origins": args.allowed_origins,
+        "body_timeout": args.body_timeout,
+        "max_streams_per_client": args.streams_per_client,
+        "max_streams_per_space": args.streams_per_space,
+    }
+
+
+def _server_options(args: argparse.Namespace) -> dict[str, Any]:
+    """`uvicorn_config`'s options from the flags."""
+    return {
+        "keep_alive": args.keep_alive,
+        "header_timeout": args.header_timeout,
+        "forwarded_allow_ips": args.forwarded_allow_ips,
+        "timeout_graceful_shutdown": max(int(args.grace), 1),
+        "log_level": "warning",
+    }
 
 
 def _startup_line(host: str, port: int, database: Database, keyring: KeyRing, with_keys: bool, model: bool) -> str:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
@@ -11,11 +11,18 @@ from fastapi_offline import FastAPIOffline
 from stellate import __version__
 from stellate.agent import Agent
 from stellate.server.keys import KeyRing
-from stellate.server.limits import DEFAULT_MAX_BODY, BodyLimit
+from stellate.server.limits import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY, BodyLimit
 from stellate.server.problems import install_problem_handlers
 from stellate.server.routes import forks, log, meta, sessions, turns
+from stellate.server.security import BrowserGuard, HostPolicy
 from stellate.server.spaces import AgentFactory, Spaces
 from stellate.server.state import ServerState
+from stellate.server.stream_caps import (
+    DEFAULT_STREAMS_PER_CLIENT,
+    DEFAULT_STREAMS_PER_SPACE,
+    StreamCaps,
+    document_stream_caps,
+)
 from stellate.server.turns import TurnManager
 from stellate.server.ui import install_ui
 
@@ -37,6 +44,11 @@ def create_app(
     spaces: AgentFactory | None = None,
     keys: KeyRing | None = None,
     max_body: int = DEFAULT_MAX_BODY,
+    body_timeout: float = DEFAULT_BODY_TIMEOUT,
+    allowed_hosts: Sequence[str] | None = None,
+    allowed_origins: Sequence[str] = (),
+    max_streams_per_client: int = DEFAULT_STREAMS_PER_CLIENT,
+    max_streams_per_space: int = DEFAULT_STREAMS_PER_SPACE,
     shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
     store_name: str = "",
 ) -> FastAPI:
@@ -48,6 +60,12 @@ def create_app(
             needed when keys name spaces other than ``default``.
         keys: The API keys; without them every request is the default space's (loopback dev mode).
         max_body: Largest request body in bytes (413 past it).
+        body_timeout: Seconds a client has to send a request's body (408 past it).
+        allowed_hosts: ``Host`` names served besides loopback ones (``example.com``, ``*.example.com``, ``*``);
+            others get 421. Default: loopback only without keys, any host with keys.
+        allowed_origins: Origins besides the server's own whose pages may change state (others get 403).
+        max_streams_per_client: Event streams one client address may hold open (429 past it).
+        max_streams_per_space: Event streams one space may hold open (429 past it).
         shutdown_grace: Seconds running turns get to finish at shutdown before they are aborted.
         store_name: What ``/v1/info`` says about the store (never a password).
     """
@@ -72,7 +90,14 @@ def create_app(
     for module in (sessions, turns, forks, log, meta):
         app.include_router(module.router, prefix="/v1")
     install_ui(app)
-    app.add_middleware(BodyLimit, max_bytes=max_body)
+    document_stream_caps(app)
+    # Outermost last: a refused Host or Origin runs nothing, not even the body read.
+    app.add_middleware(BodyLimit, max_bytes=max_body, timeout=body_timeout)
+    app.add_middleware(
+        StreamCaps, api=app, keys=keys, per_client=max_streams_per_client, per_space=max_streams_per_space
+    )
+    policy = HostPolicy.of(allowed_hosts, allowed_origins, with_keys=keys is not None)
+    app.add_middleware(BrowserGuard, policy=policy)
     return app
 
 

@@ -1,23 +1,27 @@
-"""A cap on request bodies: past it the request is refused with 413 before the route reads it."""
+"""Caps on request bodies: past the size (413) or the time to send it (408), refused before the route reads it."""
 
 from __future__ import annotations
 
+import anyio
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from stellate.server.defaults import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY
 from stellate.server.problems import problem_response
 
-__all__ = ["DEFAULT_MAX_BODY", "BodyLimit"]
-
-DEFAULT_MAX_BODY = 2 * 1024 * 1024
-"""Bytes; a turn's message or a slot rarely needs more than a few kilobytes."""
+__all__ = ["DEFAULT_BODY_TIMEOUT", "DEFAULT_MAX_BODY", "BodyLimit"]
 
 
 class BodyLimit:
-    """ASGI middleware refusing bodies over ``max_bytes`` (by ``Content-Length``, or by counting)."""
+    """ASGI middleware refusing bodies over ``max_bytes`` or slower than ``timeout`` seconds.
 
-    def __init__(self, app: ASGIApp, max_bytes: int = DEFAULT_MAX_BODY) -> None:
+    Size goes by ``Content-Length``, or by counting; the deadline stops a client that trickles a body from
+    holding its connection and a task forever.
+    """
+
+    def __init__(self, app: ASGIApp, max_bytes: int = DEFAULT_MAX_BODY, timeout: float = DEFAULT_BODY_TIMEOUT) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.timeout = timeout
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Pass the request on, counting its body."""
@@ -28,22 +32,17 @@ class BodyLimit:
         if declared is not None and declared.isdigit() and int(declared) > self.max_bytes:
             await self._refuse(scope, receive, send)
             return
-        # A body without a declared length is read in full first (it is small, by this very limit), so
-        # the refusal never depends on how the route reads it.
-        chunks: list[bytes] = []
-        seen = 0
-        while True:
-            message = await receive()
-            if message["type"] != "http.request":
-                break
-            chunks.append(message.get("body", b""))
-            seen += len(chunks[-1])
-            if seen > self.max_bytes:
-                await self._refuse(scope, receive, send)
-                return
-            if not message.get("more_body", False):
-                break
-        body = b"".join(chunks)
+        # The body is read in full first (it is small, by this very limit), so the refusal never depends on
+        # how the route reads it.
+        body: bytes | None = None
+        with anyio.move_on_after(self.timeout) as deadline:
+            body = await self._read(receive)
+        if deadline.cancelled_caught:
+            await self._too_slow(scope, receive, send)
+            return
+        if body is None:
+            await self._refuse(scope, receive, send)
+            return
         replayed = False
 
         async def replay() -> Message:
@@ -54,6 +53,28 @@ class BodyLimit:
             return await receive()
 
         await self.app(scope, replay, send)
+
+    async def _read(self, receive: Receive) -> bytes | None:
+        """The whole body, or None past ``max_bytes``."""
+        chunks: list[bytes] = []
+        seen = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break
+            chunks.append(message.get("body", b""))
+            seen += len(chunks[-1])
+            if seen > self.max_bytes:
+                return None
+            if not message.get("more_body", False):
+                break
+        return b"".join(chunks)
+
+    async def _too_slow(self, scope: Scope, receive: Receive, send: Send) -> None:
+        detail = f"the request body did not arrive within {self.timeout:g} seconds"
+        headers = {"Connection": "close"}
+        response = problem_response("request_timeout", detail, 408, {"timeout": self.timeout}, headers)
+        await response(scope, receive, send)
 
     async def _refuse(self, scope: Scope, receive: Receive, send: Send) -> None:
         response = problem_response(

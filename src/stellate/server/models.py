@@ -11,6 +11,7 @@ from stellate.engine import ForkOptions
 from stellate.engine.events import TurnResult
 
 __all__ = [
+    "MAX_SEQ",
     "CallContext",
     "Capabilities",
     "ContentBody",
@@ -36,6 +37,9 @@ __all__ = [
     "TurnCancelled",
     "TurnResult",
 ]
+
+MAX_SEQ = 2**62
+"""Largest seq the API takes: past it no log can reach, and SQLite's 64-bit integers would overflow."""
 
 SESSION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}$"
 
@@ -93,9 +97,9 @@ class ForkBody(_Body):
     """A named model of the server (see ``GET /v1/capabilities``)."""
     topology_parent_id: str | None = None
     session_id: str | None = Field(None, pattern=SESSION_ID_PATTERN)
-    boundary: int | None = Field(None, ge=0)
+    boundary: int | None = Field(None, ge=0, le=MAX_SEQ)
     """Inherit exactly events ``0..boundary`` (refused inside a turn)."""
-    at_seq: int | None = Field(None, ge=0)
+    at_seq: int | None = Field(None, ge=0, le=MAX_SEQ)
     """Anchor: inherit up to the end of the turn holding this seq (a clicked message)."""
 
     @model_validator(mode="after")

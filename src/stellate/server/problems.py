@@ -57,7 +57,9 @@ STATUS_BY_CODE: dict[str, int] = {
     "not_found": 404,
     "unauthorized": 401,
     "read_only_key": 403,
+    "origin_not_allowed": 403,
     "method_not_allowed": 405,
+    "request_timeout": 408,
     "session_busy": 409,
     "lease_lost": 409,
     "open_turn": 409,
@@ -69,6 +71,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "seq_conflict": 409,
     "request_too_large": 413,
     "unsupported_media_type": 415,
+    "host_not_allowed": 421,
     "validation_error": 422,
     "invalid_boundary": 422,
     "profile_not_found": 422,
@@ -77,6 +80,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "context_too_large": 422,
     "context_overflow": 422,
     "usage_error": 422,
+    "too_many_streams": 429,
     "store_locked": 503,
     "provider_error": 503,
     "provider_not_configured": 503,
@@ -224,18 +228,25 @@ def install_problem_handlers(app: FastAPI) -> None:
 
 _STATUS_TEXT = {
     401: "no valid API key",
-    403: "the key may only read",
+    403: "the key may only read, or the request's Origin may not change state",
     404: "unknown session (or one of another space)",
+    408: "the request body did not arrive in time",
     409: "conflict with the session's state",
     413: "request body too large",
+    415: "a body that is not JSON",
+    421: "a Host this server does not serve",
     422: "invalid request",
     503: "the model provider or the store is unavailable",
 }
 
 
 def problem_responses(*statuses: int) -> dict[int | str, dict[str, Any]]:
-    """OpenAPI ``responses`` for the problems a route may answer (401, 413, 422 and 500 are always possible)."""
-    wanted = sorted({401, 413, 422, 500, *statuses})
+    """OpenAPI ``responses`` for the problems a route may answer.
+
+    Always possible: 401 (a key), 403 and 415 (`stellate.server.security`), 408 and 413 (the body), 421 (the
+    Host), 422 and 500.
+    """
+    wanted = sorted({401, 403, 408, 413, 415, 421, 422, 500, *statuses})
     return {
         status: {
             "model": Problem,

@@ -9,7 +9,7 @@ from sse_starlette import EventSourceResponse
 
 from stellate.agent.inspection import context_at
 from stellate.log.messages import message_to_json
-from stellate.server.models import CallContext, EventOut, EventPage, MessageOut
+from stellate.server.models import MAX_SEQ, CallContext, EventOut, EventPage, MessageOut
 from stellate.server.problems import problem_responses
 from stellate.server.sse import PING_SECONDS, tail_session
 from stellate.server.state import CallerDep
@@ -24,7 +24,7 @@ router = APIRouter(tags=["log"])
 async def list_events(
     session_id: str,
     caller: CallerDep,
-    after: Annotated[int, Query(ge=-1, description="only events with a greater seq")] = -1,
+    after: Annotated[int, Query(ge=-1, le=MAX_SEQ, description="only events with a greater seq")] = -1,
     limit: Annotated[int, Query(ge=1, le=1000)] = 200,
     types: Annotated[str | None, Query(max_length=500, description="comma-separated event types")] = None,
 ) -> EventPage:
@@ -57,7 +57,7 @@ async def list_events(
 async def stream_events(
     session_id: str,
     caller: CallerDep,
-    after: Annotated[int, Query(ge=-1, description="start after this seq (Last-Event-ID wins)")] = -1,
+    after: Annotated[int, Query(ge=-1, le=MAX_SEQ, description="start after this seq (Last-Event-ID wins)")] = -1,
     last_event_id: Annotated[str | None, Header(max_length=20)] = None,
 ) -> EventSourceResponse:
     """Tail the session's log."""
@@ -81,13 +81,15 @@ async def list_messages(session_id: str, caller: CallerDep) -> list[MessageOut]:
 @router.get(
     "/sessions/{session_id}/context",
     response_model=CallContext,
-    response_model_exclude_none=True,
+    response_model_exclude_unset=True,  # system_prompt and insight always, null or not; messages as the transcript
     responses=problem_responses(404),
 )
 async def get_context(
     session_id: str,
     caller: CallerDep,
-    step: Annotated[int | None, Query(ge=0, description="seq of the assistant message of that call")] = None,
+    step: Annotated[
+        int | None, Query(ge=0, le=MAX_SEQ, description="seq of the assistant message of that call")
+    ] = None,
 ) -> CallContext:
     """The exact context of a past model call, rebuilt from the log (default: the latest call)."""
     found = await context_at(caller.agent, session_id, step)
