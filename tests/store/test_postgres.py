@@ -414,3 +414,18 @@ async def test_a_holder_whose_database_session_is_gone_is_taken_over_at_once(pg_
     finally:
         await holder.close()
         await taker.close()
+
+
+async def test_concurrent_first_leases_share_one_presence(pg_url: str, pg_schema: str) -> None:
+    """A fresh store's first leases, taken at once, open one presence connection and all get its tag."""
+    store = await PostgresStore.open(pg_url, schema=pg_schema)
+    try:
+        ids = [S(f"s{n}") for n in range(6)]
+        for sid in ids:
+            await store.create_session(session_id=sid)
+        leases = await asyncio.wait_for(
+            asyncio.gather(*(store.acquire_lease(sid, owner="w", ttl=30) for sid in ids)), timeout=30
+        )
+        assert {lease.token.partition(".")[0].rpartition("~")[2] for lease, _ in leases} == {f"pg{store._presence.key}"}
+    finally:
+        await store.close()

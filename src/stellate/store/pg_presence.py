@@ -11,6 +11,7 @@ leases this way; its next write is then refused (``lease_lost``) and nothing it 
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import re
 import secrets
@@ -40,21 +41,35 @@ class Presence:
         self.application_name = f"stellate presence {self.key}"
         """Names the presence connection in ``pg_stat_activity``."""
         self._conn: psycopg.AsyncConnection[object] | None = None
+        self._connecting = asyncio.Lock()
 
     async def tag(self) -> str:
         """``~pg<key>`` while the presence lock is held; empty when it cannot be (the lease then has no tag)."""
-        conn = self._conn
-        if conn is not None and not conn.closed and not conn.broken:
+        if self._is_held():
             return f"~pg{self.key}"
+        async with self._connecting:  # one connection per store: concurrent first leases wait for it
+            if not self._is_held():
+                await self._connect()
+        return f"~pg{self.key}" if self._is_held() else ""
+
+    def _is_held(self) -> bool:
+        conn = self._conn
+        return conn is not None and not conn.closed and not conn.broken
+
+    async def _connect(self) -> None:
+        await self.close()
         try:
             conn = await psycopg.AsyncConnection.connect(
                 self._url, autocommit=True, application_name=self.application_name, connect_timeout=5
             )
-            await conn.execute("SELECT pg_advisory_lock(%s)", (self.key,))
+            # try, never wait: a lock still held under this key can only be a dying connection of this store
+            row = await (await conn.execute("SELECT pg_try_advisory_lock(%s)", (self.key,))).fetchone()
         except psycopg.Error:
-            return ""  # no tag: this store's leases are judged by their ttl (and the holder's pid) alone
-        self._conn = conn
-        return f"~pg{self.key}"
+            return  # no tag: this store's leases are judged by their ttl (and the holder's pid) alone
+        if row and row[0]:
+            self._conn = conn
+        else:
+            await conn.close()
 
     async def close(self) -> None:
         """Close the connection (which releases the lock)."""
