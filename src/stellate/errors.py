@@ -183,6 +183,7 @@ ERROR_CODES: dict[str, str] = {
     "bad_format": "data is not valid stellate data (non-JSON, unknown type, corrupt file)",
     "unknown_event_type": "an event type this stellate does not know and that is not marked ignorable",
     "store_error": "the store failed; nothing was written",
+    "store_unavailable": "the store cannot be reached (a database restart, a network cut); retry shortly",
     "seq_conflict": "another writer appended first; re-read the head and retry",
     "session_exists": "a session with this id already exists",
     "session_not_found": "no session has this id",
