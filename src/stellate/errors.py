@@ -37,9 +37,11 @@ __all__ = [
     "ProviderError",
     "SchemaError",
     "SessionBusyError",
+    "UNAVAILABLE_CODES",
     "StellateError",
     "StoreError",
     "UsageError",
+    "is_unavailable",
 ]
 
 
@@ -232,3 +234,11 @@ ERROR_CODES: dict[str, str] = {
     "key_not_found": "no API key has this id",
     "keys_required": "the server would listen beyond loopback without API keys",
 }
+
+#: Codes of a store that failed for now and may answer a retry: a lost connection, a lock held elsewhere.
+UNAVAILABLE_CODES = frozenset({"store_unavailable", "store_locked"})
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` says the store cannot answer for now (retry with backoff), not that the request is wrong."""
+    return isinstance(exc, StoreError) and exc.code in UNAVAILABLE_CODES

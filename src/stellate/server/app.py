@@ -13,7 +13,7 @@ from stellate.agent import Agent
 from stellate.server.keys import KeyRing
 from stellate.server.limits import DEFAULT_MAX_BODY, BodyLimit
 from stellate.server.problems import install_problem_handlers
-from stellate.server.routes import forks, log, meta, sessions, turns
+from stellate.server.routes import events, forks, log, meta, sessions, turns
 from stellate.server.spaces import AgentFactory, Spaces
 from stellate.server.state import ServerState
 from stellate.server.turns import TurnManager
@@ -69,7 +69,7 @@ def create_app(
     )
     app.state.stellate = state
     install_problem_handlers(app)
-    for module in (sessions, turns, forks, log, meta):
+    for module in (sessions, turns, forks, log, meta, events):
         app.include_router(module.router, prefix="/v1")
     install_ui(app)
     app.add_middleware(BodyLimit, max_bytes=max_body)
