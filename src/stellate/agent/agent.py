@@ -30,6 +30,7 @@ from stellate.engine.events import (
     MemoryUpdated,
     SessionArchived,
     SessionCreated,
+    TextChunk,
     TurnEvent,
     TurnFinished,
     TurnResult,
@@ -200,6 +201,19 @@ class Agent:
         """Return once the events published so far are in the event history (see `record_history`)."""
         if self._relay is not None:
             await self._relay.flushed()
+
+    async def text_chunks(self) -> AsyncIterator[tuple[int | None, TextChunk]]:
+        """Text chunks of running turns, each with the history id of the newest kept event published before it.
+
+        This agent's, and (with ``share_events``) other processes'; see `stellate.agent.relay.EventRelay.texts`.
+        """
+        if self._relay is not None:
+            async for item in self._relay.texts():
+                yield item
+            return
+        async for event in self.events.subscribe(["text"]):
+            if isinstance(event, TextChunk):
+                yield None, event
 
     async def close(self) -> None:
         """Wait for background consolidations, then close the store (if the agent opened it)."""

@@ -24,7 +24,7 @@ import contextlib
 import itertools
 import json
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from typing import Annotated
 
 from pydantic import Field, TypeAdapter, ValidationError
@@ -60,6 +60,19 @@ class EventRelay:
         self._sharing = self._recording = False
         self._queued = self._handled = 0
         self._progress = asyncio.Condition()
+        self._last_kept: int | None = None
+        self._texts = TextFeed()
+
+    async def texts(self) -> AsyncIterator[tuple[int | None, TextChunk]]:
+        """Text chunks of this agent's turns and (when sharing) of other processes' agents, until the caller stops.
+
+        Each comes with the history id of the newest kept event published before it (None if there is none):
+        a stream that sends history rows and text chunks sends the rows up to that id first. This agent's
+        chunks come once the history rows before them are written.
+        """
+        await self.start_receiving()
+        async for item in self._texts.subscribe():
+            yield item
 
     def share(self) -> None:
         """Send this agent's events to the other processes, and take theirs (see `start_receiving`)."""
@@ -116,18 +129,30 @@ class EventRelay:
             events = [event for event in batch if event is not None]
             if events:
                 merged = _merge_text(events)
-                if self._recording:
-                    await self._record(merged)
+                marks = self._marks(merged, await self._record(merged) if self._recording else [])
+                self._texts.deliver(
+                    (mark, event) for event, mark in zip(merged, marks, strict=True) if isinstance(event, TextChunk)
+                )
                 if self._sharing:
-                    await self._publish(merged)
+                    await self._publish(merged, marks)
             async with self._progress:
                 self._handled += len(events)
                 self._progress.notify_all()
             if stop:
                 return
 
-    async def _record(self, batch: list[AgentEvent]) -> None:
-        """Write the batch's kept events into the history; retry, in order, while the store cannot be reached."""
+    def _marks(self, batch: list[AgentEvent], ids: list[int]) -> list[int | None]:
+        """For each event, the history id of the newest kept event at or before it (its own, if it is kept)."""
+        kept = iter(ids)
+        marks: list[int | None] = []
+        for event in batch:
+            if event.type not in NOT_KEPT:
+                self._last_kept = next(kept, self._last_kept)
+            marks.append(self._last_kept)
+        return marks
+
+    async def _record(self, batch: list[AgentEvent]) -> list[int]:
+        """Write the batch's kept events into the history (their ids back); retry while the store is unavailable."""
         entries = [
             NewHistoryEntry(kind=e.type, data=json.dumps(_EVENT.dump_python(e, mode="json"), separators=(",", ":")))
             for e in batch
@@ -137,46 +162,79 @@ class EventRelay:
             try:
                 store = await self._store()
                 if entries and isinstance(store, EventHistory):
-                    await store.append_history(entries)
-                return
+                    return [entry.id for entry in await store.append_history(entries)]
+                return []
             except Exception as exc:
                 if not is_unavailable(exc):
                     _log.warning("could not keep %d agent event(s) in the event history: %s", len(entries), exc)
-                    return
+                    return []
                 if attempt == 0:
                     _log.warning("the store is unavailable; keeping %d event(s) for the history: %s", len(entries), exc)
                 await asyncio.sleep(_BACKOFF[min(attempt, len(_BACKOFF) - 1)])
+        return []  # pragma: no cover - the loop above only ends by returning
 
-    async def _publish(self, batch: list[AgentEvent]) -> None:
+    async def _publish(self, batch: list[AgentEvent], marks: list[int | None]) -> None:
         try:
             store = await self._store()
-            payloads = [p for event in batch for p in fragments(self._envelope(store, event))]
+            envelopes = [self._envelope(store, event, mark) for event, mark in zip(batch, marks, strict=True)]
+            payloads = [p for envelope in envelopes for p in fragments(envelope)]
             await store.signals.publish(EVENTS_CHANNEL, payloads)
         except Exception as exc:  # the relay is best effort: the log holds everything committed
             _log.warning("could not relay %d agent event(s) to other processes: %s", len(batch), exc)
 
-    def _envelope(self, store: BaseStore, event: AgentEvent) -> str:
+    def _envelope(self, store: BaseStore, event: AgentEvent, mark: int | None) -> str:
         body = _EVENT.dump_python(event, mode="json")
-        return json.dumps({"origin": self._owner, "space": _space(store), "event": body}, separators=(",", ":"))
+        envelope = {"origin": self._owner, "space": _space(store), "event": body, "after": mark}
+        return json.dumps(envelope, separators=(",", ":"))
 
     async def _receive_forever(self, store: BaseStore, subscription: Subscription) -> None:
         joiner = Reassembler()
         with subscription:
             async for _, payload in subscription:
                 message = joiner.add(payload) if payload != RESYNC else None
-                event = self._remote_event(store, message) if message is not None else None
-                if event is not None:
+                remote = self._remote_event(store, message) if message is not None else None
+                if remote is not None:
+                    event, mark = remote
+                    if isinstance(event, TextChunk):
+                        self._texts.deliver([(mark, event)])
                     await self._bus.publish_remote(event)
 
-    def _remote_event(self, store: BaseStore, message: str) -> AgentEvent | None:
+    def _remote_event(self, store: BaseStore, message: str) -> tuple[AgentEvent, int | None] | None:
         try:
             envelope = json.loads(message)
             if envelope["origin"] == self._owner or envelope["space"] != _space(store):
                 return None
-            return _EVENT.validate_python(envelope["event"])
+            mark = envelope.get("after")
+            return _EVENT.validate_python(envelope["event"]), mark if isinstance(mark, int) else None
         except (ValueError, KeyError, TypeError, ValidationError) as exc:
             _log.warning("ignored a malformed relayed event: %s", exc)
             return None
+
+
+class TextFeed:
+    """Hands ``(mark, text chunk)`` pairs to every subscriber's bounded queue (the oldest go when one lags)."""
+
+    def __init__(self, *, queue_size: int = 1000) -> None:
+        self._queues: set[asyncio.Queue[tuple[int | None, TextChunk]]] = set()
+        self._queue_size = queue_size
+
+    def deliver(self, items: Iterable[tuple[int | None, TextChunk]]) -> None:
+        """Queue each item for every subscriber."""
+        for item in items:
+            for queue in self._queues:
+                if queue.full():
+                    queue.get_nowait()
+                queue.put_nowait(item)
+
+    async def subscribe(self) -> AsyncIterator[tuple[int | None, TextChunk]]:
+        """Yield the items delivered from now on."""
+        queue: asyncio.Queue[tuple[int | None, TextChunk]] = asyncio.Queue(self._queue_size)
+        self._queues.add(queue)
+        try:
+            while True:
+                yield await queue.get()
+        finally:
+            self._queues.discard(queue)
 
 
 def _space(store: BaseStore) -> str:
