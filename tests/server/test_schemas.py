@@ -98,8 +98,9 @@ async def test_log_signals_stay_in_their_schema(pg_url: str, schemas: tuple[str,
 
     mine, theirs = [await PostgresStore.open(pg_url, schema=name) for name in schemas]
     try:
+        created = [make_event("session/created", {"label": "same"})]
         for store in (mine, theirs):
-            await store.create_session(session_id=SessionId("same"), events=[make_event("session/created", {"label": "same"})])
+            await store.create_session(session_id=SessionId("same"), events=created)
         with await mine.signals.subscribe([LOG_CHANNEL]) as signals:
             for _ in range(2):  # next seqs 4 and 7 there; 2 here
                 await theirs.append(SessionId("same"), [make_event("memory/put", {"content": "theirs"})] * 3)
