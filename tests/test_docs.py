@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import contextlib
 import importlib.util
 import io
@@ -10,11 +11,14 @@ import re
 import signal
 import subprocess
 import sys
+import tomllib
 from collections.abc import Callable
 from pathlib import Path
 from types import ModuleType
 
 import pytest
+
+from doc_blocks import NOT_RUN_MARKER, RUN_BY_MARKER, fences, shell_blocks
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -92,3 +96,72 @@ def test_user_docs_stand_alone() -> None:
             assert needle not in text, f"{page.name} mentions {needle!r}"
         cited = re.search(r"\bseed (?:decision|document|\d)|\bseeds/|\bthe seeds?\b", text, flags=re.IGNORECASE)
         assert cited is None, f"{page.name} cites the project's seed documents: {cited.group()!r}"
+
+
+# -- shell blocks: each one runs in a test, or says why it cannot (tests/doc_blocks.py states the rule) ---------
+
+
+def test_every_shell_block_is_run_by_a_test_or_says_why_not() -> None:
+    blocks = shell_blocks()
+    assert len(blocks) >= 19
+    unmarked = [
+        block.where
+        for block in blocks
+        if not (RUN_BY_MARKER.match(block.marker or "") or NOT_RUN_MARKER.match(block.marker or ""))
+    ]
+    assert unmarked == [], (
+        "mark each block `<!-- run by tests/PATH.py::test_name -->` (and run it there with blocks_run_by) "
+        f"or `<!-- not run: REASON -->`: {unmarked}"
+    )
+
+
+def test_every_run_by_marker_names_a_test_that_fetches_its_block() -> None:
+    for block in shell_blocks():
+        runner = block.runner()
+        if runner is None:
+            continue
+        path, test = runner
+        assert (ROOT / path).is_file(), f"{block.where}: {path} does not exist"
+        functions = {
+            node.name: node
+            for node in ast.walk(ast.parse((ROOT / path).read_text()))
+            if isinstance(node, ast.FunctionDef)
+        }
+        assert test in functions, f"{block.where}: {path} has no {test}"
+        calls = [
+            node
+            for node in ast.walk(functions[test])
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id == "blocks_run_by"
+        ]
+        named = [c.args[0].value for c in calls if c.args and isinstance(c.args[0], ast.Constant)]
+        assert test in named, f"{block.where}: {test} does not run it (it never calls blocks_run_by({test!r}))"
+
+
+def test_commands_are_not_hidden_in_fences_without_a_language() -> None:
+    """A command block must say it is a shell block, so the rule above applies to it; transcripts start with $."""
+    starts = ("stellate ", "pip ", "python -m ", "curl ", "export ")
+    hidden = [f.where for f in fences() if not f.info and f.code.lstrip().startswith(starts)]
+    assert hidden == []
+
+
+def _documented_extras() -> set[str]:
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    return set(pyproject["project"]["optional-dependencies"])
+
+
+def test_every_documented_install_names_extras_that_exist() -> None:
+    """Tests run a block's commands after its pip install; what the install names is checked here."""
+    extras = _documented_extras()
+    installs = [
+        (block.where, command)
+        for block in shell_blocks()
+        for line in block.commands()
+        for command in line.split("&&")
+        if "pip install" in command
+    ]
+    assert len(installs) >= 8
+    for where, command in installs:
+        named = re.findall(r'"(?:\.|stellate)\[([\w,-]+)\]"', command)
+        assert named, f"{where}: {command!r} installs no extra of stellate"
+        unknown = {extra for group in named for extra in group.split(",")} - extras
+        assert unknown == set(), f"{where}: {command!r} names extras that do not exist: {sorted(unknown)}"

@@ -156,7 +156,11 @@ class LLMError(StellateError):
 
 
 class ProviderError(LLMError):
-    """Raised when the provider keeps answering with an error after the configured retries."""
+    """Raised when the provider keeps answering with an error after the configured retries.
+
+    Its code is ``context_overflow`` when the provider refused the prompt as longer than the model's context
+    window (the model's real window is smaller than the adapter's ``max_context_tokens``).
+    """
 
     code = "provider_error"
 
@@ -202,6 +206,7 @@ ERROR_CODES: dict[str, str] = {
     "split_rejected": "the split guard refused the fork (too few turns or cooling down)",
     "llm_error": "the model call failed",
     "provider_error": "the provider answered with an error after retries",
+    "context_overflow": "the provider refused the prompt as longer than the model's context window",
     "output_invalid": "the model's structured output failed validation after the allowed retries",
     "reply_unstorable": "the model's reply holds characters no store keeps (NUL, lone surrogate); the turn ended",
     "context_too_large": "the input does not fit the model's context even after compression",

@@ -52,7 +52,7 @@ async def turns(store: BaseStore, session: str, count: int) -> None:
         await asyncio.sleep(0.002)
         return "ok"
 
-    agent = Agent(store, llm=FunctionLLM(quick_model), busy_timeout=120)
+    agent = Agent(store, llm=FunctionLLM(quick_model), busy_timeout=90)
     for n in range(count):
         await agent.turn(session, f"turn {n}")
     print(f"DONE {count}", flush=True)

@@ -130,10 +130,10 @@ async def test_many_processes_many_turns_never_overlap(
     store: BaseStore, store_url: str, workers: list[subprocess.Popen[str]]
 ) -> None:
     sessions = [await new_session(store) for _ in range(2)]
-    per_worker, count = 12, 4
+    per_worker, count = 8, 4
     procs = [start(workers, store_url, sessions[i % 2], "turns", str(per_worker)) for i in range(count)]
     for proc in procs:
-        assert await read_line(proc, timeout=240) == f"DONE {per_worker}"
+        assert await read_line(proc, timeout=90) == f"DONE {per_worker}"
         assert proc.wait(timeout=30) == 0
     for sid in sessions:
         ends = turns_of(await store.read_events(SessionId(sid)))
@@ -157,6 +157,60 @@ async def test_a_killed_holder_is_repaired_after_its_lease_lapses(
     assert events[: len(before)] == before, "nothing committed before the kill is lost"
     assert turns_of(events) == [(1, "interrupted"), (2, "completed")]
     assert result.content == "recovered"
+
+
+async def test_a_killed_holder_on_this_host_is_taken_over_at_once(
+    store: BaseStore, store_url: str, workers: list[subprocess.Popen[str]], tmp_path: Path
+) -> None:
+    """A holder whose process is gone is not waited for: its 30 s lease is broken, its turn repaired, nothing lost."""
+    sid = await new_session(store)
+    holder = start(workers, store_url, sid, "hold", str(tmp_path / "never"), "30")
+    assert await read_line(holder) == "IN-MODEL"
+    os.kill(holder.pid, signal.SIGKILL)
+    await asyncio.to_thread(holder.wait)
+    before = await store.read_events(SessionId(sid))
+    assert (await store.get_session(SessionId(sid))).lease is not None, "the dead holder's lease is still on the row"
+
+    # busy_timeout=0: a lease still judged live would fail at once with session_busy instead of waiting.
+    result = await Agent(store, llm=ScriptedLLM(default="recovered")).turn(sid, "anyone there?", busy_timeout=0)
+    events = await store.read_events(SessionId(sid))
+    assert events[: len(before)] == before, "nothing committed before the kill is lost"
+    assert turns_of(events) == [(1, "interrupted"), (2, "completed")]
+    assert result.content == "recovered"
+
+
+async def test_an_unreaped_dead_holder_is_taken_over_too(
+    store: BaseStore, store_url: str, workers: list[subprocess.Popen[str]], tmp_path: Path
+) -> None:
+    """A killed holder its parent has not reaped yet (a zombie) is gone as well."""
+    sid = await new_session(store)
+    holder = start(workers, store_url, sid, "hold", str(tmp_path / "never"), "30")
+    assert await read_line(holder) == "IN-MODEL"
+    os.kill(holder.pid, signal.SIGKILL)
+    while Path(f"/proc/{holder.pid}/stat").exists() and " Z " not in Path(f"/proc/{holder.pid}/stat").read_text():
+        await asyncio.sleep(0.01)  # until the kernel has made it a zombie (the test never reaps it here)
+    result = await Agent(store, llm=ScriptedLLM(default="recovered")).turn(sid, "still there?", busy_timeout=0)
+    assert result.content == "recovered"
+
+
+async def test_a_paused_holder_on_this_host_is_alive_and_waited_for(
+    store: BaseStore, store_url: str, workers: list[subprocess.Popen[str]], tmp_path: Path
+) -> None:
+    """A SIGSTOPped holder is a live process: its lease is never broken early (the ttl fences it, as before)."""
+    sid = await new_session(store)
+    go = tmp_path / "go"
+    holder = start(workers, store_url, sid, "hold", str(go), "30")
+    assert await read_line(holder) == "IN-MODEL"
+    os.kill(holder.pid, signal.SIGSTOP)
+    try:
+        with pytest.raises(SessionBusyError) as info:
+            await Agent(store, llm=ScriptedLLM(default="too early")).turn(sid, "may I?", busy_timeout=0.5)
+        assert info.value.code == "session_busy"
+    finally:
+        go.touch()
+        os.kill(holder.pid, signal.SIGCONT)
+    assert await read_line(holder) == "DONE completed"
+    assert turns_of(await store.read_events(SessionId(sid))) == [(1, "completed")]
 
 
 async def test_a_paused_holder_whose_lease_was_taken_cannot_write(

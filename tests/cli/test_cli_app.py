@@ -8,6 +8,7 @@ import pytest
 from cli_support import Run, run_process
 
 from stellate import __version__
+from stellate.cli.exit_codes import EXIT_STATUS
 
 
 def test_version_and_help_exit_zero(cli: Run) -> None:
@@ -68,3 +69,14 @@ def test_a_postgresql_url_without_the_extra_names_it_and_exits_78() -> None:
     assert done.returncode == 78, done.stderr
     assert 'pip install "stellate[postgres]"' in done.stderr and "[missing_extra]" in done.stderr
     assert done.stderr.count("\n") == 1
+
+
+@pytest.mark.parametrize("command", [("sessions", "tree"), ("sessions", "list"), ("db", "path"), ("keys", "list")])
+def test_a_named_config_file_that_is_missing_is_refused_by_every_command(
+    cli: Run, command: tuple[str, ...], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """docs/cli.md: a named file must exist, whether or not the command needs a setting from it."""
+    flagged = cli(*command, "--config", "missing.toml")
+    assert flagged.status == EXIT_STATUS["config_invalid"] and "missing.toml does not exist" in flagged.err
+    monkeypatch.setenv("STELLATE_CONFIG", "missing.toml")
+    assert cli(*command).status == EXIT_STATUS["config_invalid"]

@@ -68,3 +68,17 @@ def test_busy_timeout_must_be_seconds(cli: Run, forest: Forest, monkeypatch: pyt
     monkeypatch.setenv("STELLATE_BUSY_TIMEOUT", "soon")
     result = cli("sessions", "archive", forest.root)
     assert result.status == EXIT_STATUS["config_invalid"] and "STELLATE_BUSY_TIMEOUT" in result.err
+
+
+def test_chat_says_once_that_it_waits_for_another_writer(
+    cli: Run, forest: Forest, live_turn: subprocess.Popen[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Who holds the session, since when, how long at most, and that Ctrl-C gives up: one line, then the wait."""
+    monkeypatch.setenv("STELLATE_PROVIDER", "scripted")
+    monkeypatch.setenv("STELLATE_BUSY_TIMEOUT", "0.5")
+    result = cli("chat", "--session", forest.root, stdin="are you there?\n")
+    waiting = [line for line in result.out.splitlines() if line.startswith("(waiting for the turn")]
+    assert len(waiting) == 1, result.out
+    assert f":{live_turn.pid}:" in waiting[0] and " since " in waiting[0]
+    assert "at most 0.5 s" in waiting[0] and "Ctrl-C gives up" in waiting[0]
+    assert "[session_busy]" in result.err

@@ -68,6 +68,20 @@ def test_fork_switches_into_the_branch_and_switch_goes_back(cli: Run, scripted: 
     assert f"session {root}" in back.out
 
 
+def test_fork_names_the_branch_it_switched_to_without_a_stale_switch_hint(cli: Run, scripted: Path) -> None:
+    result = cli("chat", stdin=_lines("hi", "/fork Side", "/quit"))
+    assert result.status == 0, result.err
+    assert "(/switch s-" not in result.out
+    assert [line.split(" · ")[1] for line in result.out.splitlines() if line.startswith("session ")] == ["Chat", "Side"]
+
+
+def test_a_branch_the_model_opens_is_announced_with_how_to_switch_to_it(cli: Run, scripted: Path) -> None:
+    fork_call = {"name": "create_session", "arguments": {"label": "Visas"}}
+    scripted.write_text(json.dumps([{"text": "Branching.", "tool_calls": [fork_call]}, "Done."]))
+    result = cli("chat", stdin=_lines("branch off"))
+    assert "new branch 'Visas'" in result.out and "(/switch s-" in result.out
+
+
 def test_an_insight_reaches_the_next_call_and_context_shows_it(cli: Run, scripted: Path) -> None:
     result = cli(
         "chat",
@@ -216,6 +230,18 @@ def test_piped_input_fails_when_every_turn_failed(cli: Run, scripted: Path) -> N
 
 def test_piped_input_without_any_turn_succeeds(cli: Run, scripted: Path) -> None:
     assert cli("chat", stdin=_lines("/tree", "/bogus")).status == 0
+
+
+async def test_a_streamed_context_overflow_shows_the_servers_error_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """As llama.cpp's server answers an overlong prompt: an empty 200 stream, a clear 400 when unstreamed."""
+    async with MockLLMServer(handler=lambda request: MockFailure.context_overflow(window=2048)) as server:
+        monkeypatch.setenv("STELLATE_BASE_URL", server.openai_base_url)
+        result = await asyncio.to_thread(run_process, "chat", "--provider", "openai", stdin=_lines("hi"))
+        requests = len(server.requests)
+    assert result.status == EXIT_STATUS["context_overflow"]
+    assert result.err.count("maximum context length is 2048 tokens") == 1 and "[context_overflow]" in result.err
+    assert "retrying" not in result.out and "stream ended" not in result.err
+    assert requests == 2  # the stream, then the same request unstreamed; no retries
 
 
 async def test_retries_are_shown_and_the_banner_names_the_server(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -3,6 +3,8 @@ from __future__ import annotations
 import sqlite3
 import subprocess
 import sys
+import uuid
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -78,3 +80,61 @@ def test_a_database_locked_by_another_process_is_refused_and_nothing_written(for
     assert result.status == EXIT_STATUS["store_locked"]
     assert result.err.count("\n") == 1 and "[store_locked]" in result.err
     assert len(session_ids(db)) == 2
+
+
+@pytest.mark.parametrize("url", ["postgresql:/bad", "postgres:bad", "sqlite:/x.db"])
+def test_a_store_url_missing_its_slashes_is_refused_not_taken_as_a_file(
+    cli: Run, url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    for result in (cli("--db", url, "db", "path"), cli("--db", url, "db", "migrate")):
+        assert result.status == EXIT_STATUS["usage_error"] and "is not a store URL" in result.err, result.err
+    monkeypatch.setenv("STELLATE_DB", url)
+    assert cli("sessions", "tree").status == EXIT_STATUS["usage_error"]
+    assert list(tmp_path.glob("*:*")) == [] and not list(tmp_path.rglob("*.db"))
+
+
+@pytest.fixture
+def missing_pg_database(pg_url: str) -> Iterator[str]:
+    """The URL of a PostgreSQL database that does not exist yet (dropped afterwards if created)."""
+    import psycopg
+    from psycopg import sql
+
+    name = f"stellate_cli_{uuid.uuid4().hex[:12]}"
+    yield pg_url.split("?", 1)[0].rsplit("/", 1)[0] + f"/{name}"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
+@pytest.mark.postgres
+def test_migrate_creates_a_missing_postgresql_database_and_only_migrate_does(
+    cli: Run, missing_pg_database: str
+) -> None:
+    name = missing_pg_database.rsplit("/", 1)[1]
+    read = cli("--db", missing_pg_database, "sessions", "tree")
+    assert read.status == EXIT_STATUS["store_not_found"]
+    assert f'no database "{name}"' in read.err and "`stellate db migrate` creates it" in read.err
+    created = cli("--db", missing_pg_database, "db", "migrate")
+    assert created.status == 0, created.err
+    assert f'created database "{name}"' in created.out
+    again = cli("--db", missing_pg_database, "db", "migrate")
+    assert again.status == 0 and "is up to date" in again.out
+
+
+@pytest.mark.postgres
+def test_a_user_who_may_not_create_databases_is_told_what_to_ask_for(
+    cli: Run, pg_url: str, missing_pg_database: str
+) -> None:
+    import psycopg
+    from psycopg import sql
+
+    role = f"stellate_nocreate_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE ROLE {} LOGIN NOCREATEDB").format(sql.Identifier(role)))
+    try:
+        url = missing_pg_database.replace("postgres@", f"{role}@", 1)
+        result = cli("--db", url, "db", "migrate")
+    finally:
+        with psycopg.connect(pg_url, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
+    assert result.status == EXIT_STATUS["store_error"]
+    assert "may not create databases" in result.err and "CREATE DATABASE" in result.err

@@ -5,7 +5,10 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from cli_support import Run, session_ids
+
+from stellate.cli import demo
 
 EXAMPLE = Path(__file__).parents[2] / "examples" / "study_abroad.py"
 
@@ -23,6 +26,14 @@ def test_demo_grows_a_tree_and_shows_an_insight_consumed(cli: Run, db: Path) -> 
     assert "memory: Germany: no tuition" in tree and "Session digests" in tree
     assert len(session_ids(db)) == 4
     assert "see it on the star map: stellate serve --open" in out
+
+
+def test_without_the_server_extra_the_closing_hint_names_the_install(cli: Run, monkeypatch: pytest.MonkeyPatch) -> None:
+    """README step 1 installs only ``[cli]``: the star-map hint then says what `stellate serve` needs first."""
+    monkeypatch.setattr(demo, "_SERVER_MODULES", ("stellate_no_such_module",))
+    result = cli("demo")
+    assert result.status == 0, result.err
+    assert 'see it on the star map: pip install "stellate[server]" and run stellate serve --open,' in result.out
 
 
 def test_running_the_demo_twice_adds_a_second_tree(cli: Run, db: Path) -> None:

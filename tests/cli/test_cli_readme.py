@@ -9,17 +9,14 @@ from pathlib import Path
 
 from cli_support import Result, run_process
 
+from doc_blocks import blocks_run_by
+
 README = (Path(__file__).parents[2] / "README.md").read_text(encoding="utf-8")
 SESSION_ID = re.compile(r"s-[0-9a-f]{12}-[0-9a-f]{12}")
 
 
 def _section(title: str, end: str) -> str:
     return README.split(title, 1)[1].split(end, 1)[0]
-
-
-def _bash_lines(text: str) -> list[str]:
-    blocks = re.findall(r"^```bash\n(.*?)^```", text, flags=re.MULTILINE | re.DOTALL)
-    return [line.split("  #", 1)[0].strip() for block in blocks for line in block.splitlines() if line.strip()]
 
 
 def _run_line(line: str) -> Result:
@@ -34,8 +31,11 @@ def _node_lines(tree: str) -> list[str]:
 
 
 def test_the_readme_tour_runs_verbatim_on_a_fresh_database(tmp_path: Path) -> None:
-    [install_and_demo] = _bash_lines(_section("## The two commands", "Install what the tests need"))
-    demo = _run_line(install_and_demo.split("&&", 1)[1])
+    install_block, look_inside = blocks_run_by("test_the_readme_tour_runs_verbatim_on_a_fresh_database")
+    assert install_block.code in _section("## The two commands", "Install what the tests need")
+    assert look_inside.code in _section("**2. Look inside.**", "**3. Talk")
+    [install_and_demo] = install_block.commands()
+    demo = _run_line(install_and_demo.split("&&", 1)[1])  # the tests' environment is the install
     assert demo.status == 0, demo.err
 
     step_1 = _section("**1. Grow a forest.**", "**2. Look inside.**")
@@ -43,7 +43,7 @@ def test_the_readme_tour_runs_verbatim_on_a_fresh_database(tmp_path: Path) -> No
     grown = demo.out.split("The tree this run grew", 1)[1].split("Session digests", 1)[0]
     assert _node_lines(shown_tree) == _node_lines(grown)
 
-    results = {line: _run_line(line) for line in _bash_lines(_section("**2. Look inside.**", "**3. Talk"))}
+    results = {line: _run_line(line) for line in look_inside.commands()}
     for line, result in results.items():
         assert result.status == 0, f"{line}: {result.err}"
     by_command = {line.split()[2]: result.out for line, result in results.items()}

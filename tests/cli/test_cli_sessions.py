@@ -252,3 +252,17 @@ def test_rename_takes_several_words_and_the_log_records_it(cli: Run, forest: For
     assert result.status == 0 and "'Budget for Germany'" in result.out
     assert events_of(db, forest.child)[-1][1:] == ("label/set", {"label": "Budget for Germany"})
     assert "Budget for Germany" in cli("sessions", "show", "budget FOR germany").out
+
+
+@pytest.mark.parametrize("limit", ["-1", "0", "two"])
+def test_a_limit_below_one_is_refused_not_taken_as_all_but_one(cli: Run, forest: Forest, limit: str) -> None:
+    result = cli("sessions", "list", "--limit", limit)
+    assert result.status == EXIT_STATUS["usage_error"]
+    assert f"must be a whole number of 1 or more, not '{limit}'" in result.err
+    assert result.out == ""
+
+
+def test_a_limit_shows_that_many_and_counts_the_rest(cli: Run, forest: Forest) -> None:
+    result = cli("sessions", "list", "--limit", "1")
+    assert result.status == 0 and "1 more (raise --limit)" in result.out
+    assert (forest.child in result.out) != (forest.root in result.out)

@@ -84,3 +84,16 @@ async def test_connections_are_kept_alive_unless_the_client_asks_to_close(server
         await client.post(f"{server.url}/v1/messages", json=body)
         await client.post(f"{server.url}/v1/messages", json=body, headers={"Connection": "close"})
     assert server.connections == 1 and len(server.requests) == 3
+
+
+async def test_a_context_overflow_streams_empty_and_answers_400_unstreamed(server: MockLLMServer) -> None:
+    """The llama.cpp server's behaviour: 200 with an empty stream, 400 context_length_exceeded without."""
+    server.push(MockFailure.context_overflow(), MockFailure.context_overflow())
+    url = f"{server.openai_base_url}/chat/completions"
+    async with httpx.AsyncClient() as client:
+        streamed = await client.post(url, json={"model": "m", "messages": [], "stream": True})
+        whole = await client.post(url, json={"model": "m", "messages": []})
+    assert (streamed.status_code, streamed.text) == (200, "")
+    assert streamed.headers["content-type"] == "text/event-stream"
+    assert whole.status_code == 400
+    assert whole.json()["error"]["code"] == "context_length_exceeded"

@@ -274,6 +274,43 @@ async def test_stream_broken_after_output_raises_and_is_not_retried(server: Mock
     assert caught.value.details["partial_output"] is True and len(server.requests) == 1
 
 
+async def test_an_empty_stream_shows_the_providers_own_error_once(server: MockLLMServer) -> None:
+    """llama.cpp answers an overlong prompt with 200 and an empty stream; the unstreamed call says why."""
+    server.push(MockFailure.context_overflow(window=2048), MockFailure.context_overflow(window=2048))
+    async with adapter(server) as llm:
+        with pytest.raises(ProviderError) as caught:
+            await collect(llm, ask())
+    assert caught.value.code == "context_overflow"
+    assert "maximum context length is 2048 tokens" in caught.value.message
+    assert caught.value.details["status_code"] == 400 and caught.value.details["attempts"] == 1
+    assert [r.stream for r in server.requests] == [True, False]  # no retries: the error is final
+
+
+async def test_an_empty_stream_whose_unstreamed_call_answers_yields_that_answer(server: MockLLMServer) -> None:
+    server.push(MockFailure(status=500, empty_stream=True), MockReply(text="answered whole"))
+    async with adapter(server) as llm:
+        events = await collect(llm, ask())
+    assert done(events).response.message.content == "answered whole"
+    assert "".join(e.text for e in events if isinstance(e, TextDelta)) == "answered whole"
+    assert [r.stream for r in server.requests] == [True, False]
+
+
+async def test_a_400_naming_the_context_window_is_a_context_overflow(server: MockLLMServer) -> None:
+    server.push(MockFailure(status=400, message="This model's maximum context length is 8192 tokens."))
+    async with adapter(server) as llm:
+        with pytest.raises(ProviderError) as caught:
+            await llm.complete(ask())
+    assert caught.value.code == "context_overflow" and "context_tokens" in caught.value.message
+
+
+async def test_other_400s_stay_provider_errors(server: MockLLMServer) -> None:
+    server.push(MockFailure(status=400, message="unknown model"))
+    async with adapter(server) as llm:
+        with pytest.raises(ProviderError) as caught:
+            await llm.complete(ask())
+    assert caught.value.code == "provider_error"
+
+
 async def test_dropped_connection_without_answer_is_retried(server: MockLLMServer) -> None:
     server.push(MockReply(disconnect_after=0), MockReply(text="ok"))
     async with adapter(server) as llm:

@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from stellate.errors import ProviderError
 from stellate.llm.scripted import Delay, Reply, ScriptedLLM, tool_call
 from stellate.llm.types import LLMRequest
+from stellate.log import Event, check_log
 from stellate.store import BaseStore, SessionId
 
 
@@ -187,7 +188,8 @@ async def test_a_session_held_by_another_writer_is_busy_at_once(client: httpx.As
     assert (await client.post(f"/sessions/{sid}/turns", json={"content": "hi"})).json()["turn"] == 1
 
 
-async def test_a_fork_anchored_in_the_running_turn_is_unavailable(client: httpx.AsyncClient, llm: ScriptedLLM) -> None:
+async def test_a_running_session_forks_at_its_completed_turns(client: httpx.AsyncClient, llm: ScriptedLLM) -> None:
+    """While a turn runs: an anchor on an earlier turn, or none, forks at once; an anchor inside it is unavailable."""
     gate = asyncio.Event()
 
     async def held(request: LLMRequest) -> str:
@@ -202,9 +204,20 @@ async def test_a_fork_anchored_in_the_running_turn_is_unavailable(client: httpx.
         await asyncio.sleep(0.01)
     inside = await client.post(f"/sessions/{sid}/forks", json={"label": "x", "at_seq": 8})
     assert inside.status_code == 409 and inside.json()["code"] == "fork_unavailable"
-    busy = await client.post(f"/sessions/{sid}/forks", json={"label": "y", "at_seq": 3})
-    assert busy.status_code == 409 and busy.json()["code"] == "session_busy" and busy.headers["retry-after"]
-    waiting = asyncio.create_task(client.post(f"/sessions/{sid}/forks?wait=true", json={"label": "y", "at_seq": 3}))
+    anchored = await client.post(f"/sessions/{sid}/forks", json={"label": "y", "at_seq": 3})
+    plain = await client.post(f"/sessions/{sid}/forks", json={"label": "z", "context": "inherit"})
+    assert anchored.status_code == plain.status_code == 201
+    for child in (anchored.json(), plain.json()):
+        assert (await client.get(f"/sessions/{child['id']}")).json()["fork_seq"] == 6
+    assert not turn.done()
+    waiting = asyncio.create_task(
+        client.post(f"/sessions/{sid}/forks?wait=true", json={"label": "w", "context": "inherit"})
+    )
     gate.set()
     assert (await turn).json()["content"] == "late"
-    assert (await client.get(f"/sessions/{(await waiting).json()['id']}")).json()["fork_seq"] == 6
+    newest = (await client.get(f"/sessions/{(await waiting).json()['id']}")).json()
+    assert newest["fork_seq"] >= 12 and newest["source_id"] == sid
+    events = (await client.get(f"/sessions/{sid}/events")).json()["events"]
+    check_log([Event(seq=e["seq"], type=e["type"], time=e["time"], data=e["data"]) for e in events])
+    reasons = [e["data"]["reason"] for e in events if e["type"] == "turn/end"]
+    assert reasons == ["completed", "completed"]

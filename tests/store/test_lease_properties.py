@@ -2,7 +2,9 @@
 
 A model of the rules runs beside the real store: at every step the store's lease is the model's, and a write
 lands exactly when the model says the writer may make it (the holder anything, others only free-standing slot
-events while a lease is live, anyone when none is, a writer holding a superseded grant nothing).
+events while a lease is live, anyone when none is, a writer holding a superseded grant nothing). A holder
+appending from its own last known head lands at the real head when only free-standing events came between,
+and gets ``seq_conflict`` otherwise.
 """
 
 from __future__ import annotations
@@ -17,8 +19,9 @@ from hypothesis import HealthCheck, settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 
-from stellate.errors import SessionBusyError
+from stellate.errors import ConflictError, SessionBusyError
 from stellate.log import check_log, make_event
+from stellate.log.events import FREE_STANDING_TYPES
 from stellate.store import BaseStore, SessionId
 from stellate.store.memory import MemoryStore
 from stellate.store.sqlite import SqliteStore
@@ -45,6 +48,10 @@ class LeaseMachine(RuleBasedStateMachine):
         """The newest grant each writer got (it may since have lapsed, been released or been taken over)."""
         self.current: Lease | None = None
         """The model's view of the lease on the row."""
+        self.types = ["session/created"]
+        """The model's view of the log: its event types, in order."""
+        self.known: dict[str, int] = {}
+        """The head each writer saw at its last take or write (its expected seq for the next one)."""
 
     async def _open(self) -> BaseStore:
         if self.backend == "memory":
@@ -73,6 +80,7 @@ class LeaseMachine(RuleBasedStateMachine):
             raise AssertionError("a live lease was granted twice")
         lease, _ = self.run(self.store.acquire_lease(SID, owner=writer, ttl=TTL))
         self.held[writer] = self.current = lease
+        self.known[writer] = len(self.types)
 
     @rule(writer=st.sampled_from(WRITERS))
     def renew(self, writer: str) -> None:
@@ -122,6 +130,27 @@ class LeaseMachine(RuleBasedStateMachine):
             assert self.run(self.store.get_session(SID)).next_seq == head
             return
         assert allowed, "a write the lease forbids landed"
+        self.types.extend(e.type for e in events)
+        if writer is not None:
+            self.known[writer] = len(self.types)
+
+    @rule(writer=st.sampled_from(WRITERS), slot=st.booleans())
+    def holder_appends_from_its_head(self, writer: str, slot: bool) -> None:
+        lease, expected = self.held.get(writer), self.known.get(writer)
+        if lease is None or expected is None or self.current is None or self.current.token != lease.token:
+            return
+        events = [make_event("memory/put", {"content": "held"})] if slot else [make_event("session/archived")]
+        head = len(self.types)
+        fits = all(t in FREE_STANDING_TYPES for t in self.types[expected:head])
+        try:
+            written = self.run(self.store.append(SID, events, expected_seq=expected, lease=lease))
+        except ConflictError as exc:
+            assert not fits and exc.code == "seq_conflict", "a batch past free-standing events only was refused"
+            return
+        assert fits, "a batch landed past a turn's or an archive's event"
+        assert [e.seq for e in written] == list(range(head, head + len(events)))
+        self.types.extend(e.type for e in events)
+        self.known[writer] = len(self.types)
 
     @invariant()
     def store_lease_is_the_models(self) -> None:

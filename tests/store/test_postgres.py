@@ -23,6 +23,7 @@ from stellate.errors import (  # noqa: E402
     FormatError,
     NotFoundError,
     SchemaError,
+    SessionBusyError,
     StoreError,
     UsageError,
 )
@@ -385,3 +386,31 @@ async def test_connections_dropped_by_the_server_are_replaced(pg_url: str, pg_sc
         await store.append(SessionId("a"), [make_event("memory/put", {"content": "still here"})])
     finally:
         await store.close()
+
+
+async def test_a_holder_whose_database_session_is_gone_is_taken_over_at_once(pg_url: str, pg_schema: str) -> None:
+    """A lease tagged with a presence lock nobody holds any more is broken at once, from any host.
+
+    The holder here is alive (this very process), so only its database session tells: terminating its presence
+    connection is what a crash of another host's process, or its network, looks like from here.
+    """
+    holder = await PostgresStore.open(pg_url, schema=pg_schema)
+    taker = await PostgresStore.open(pg_url, schema=pg_schema)
+    try:
+        await holder.create_session(session_id=S("a"))
+        lease, _ = await holder.acquire_lease(S("a"), owner="other-host:1:agent", ttl=30)
+        with pytest.raises(SessionBusyError):
+            await taker.acquire_lease(S("a"), owner="taker", ttl=30)  # a live presence: waited for as before
+        with psycopg.connect(pg_url, autocommit=True) as admin_conn:
+            admin_conn.execute(
+                "SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE application_name = %s",
+                (holder._presence.application_name,),
+            )
+        taken, _ = await taker.acquire_lease(S("a"), owner="taker", ttl=30, wait=5)
+        assert taken.owner == "taker"
+        with pytest.raises(SessionBusyError) as info:
+            await holder.append(S("a"), [make_event("turn/start", {"turn": 1})], lease=lease)
+        assert info.value.code == "lease_lost"
+    finally:
+        await holder.close()
+        await taker.close()

@@ -22,10 +22,10 @@ from stellate.agent.relay import EventRelay
 from stellate.agent.runtime import BUILTIN_TOOLS, Registries, frozen_config, overlay
 from stellate.agent.sessions import SessionCache
 from stellate.agent.topology import SessionDigest, TopologyNode, build_forest, digest_of
+from stellate.agent.turn_notices import turn_error, waiting_notice
 from stellate.engine.config import ForkOptions, ForkProfile, SessionConfig
 from stellate.engine.events import (
     AgentEvent,
-    ErrorRaised,
     InsightUpdated,
     MemoryUpdated,
     SessionArchived,
@@ -40,7 +40,7 @@ from stellate.engine.mcp import MCPServers, MCPServerSpec
 from stellate.engine.runner import DEFAULT_MAX_ROUNDS, TurnRunner
 from stellate.engine.skills import SkillSet
 from stellate.engine.tools import Tool, ToolRegistry
-from stellate.errors import SessionBusyError, StellateError, UsageError
+from stellate.errors import SessionBusyError, UsageError
 from stellate.llm.types import LLMAdapter
 from stellate.log.events import make_event
 from stellate.log.messages import Message
@@ -267,18 +267,38 @@ class Agent:
         await self.events.publish(SessionCreated(session_id=session.id, label=label))
         return await self.get_session_digest(session.id)
 
-    async def fork_session(self, source_id: str, options: ForkOptions | None = None, **fields: Any) -> SessionDigest:
+    async def fork_session(
+        self,
+        source_id: str,
+        options: ForkOptions | None = None,
+        *,
+        wait_for_turn: float | None = None,
+        **fields: Any,
+    ) -> SessionDigest:
         """Fork a child from ``source_id`` (``options`` or its fields as keywords, e.g. ``label=...``).
+
+        A turn running on the source (in this agent, another process or another worker) never delays the fork:
+        the child is cut at a completed turn of the log as stored (the anchored one, or the last one), and the
+        running turn goes on untouched.
+
+        Args:
+            source_id: The session to fork from.
+            options: The fork's options (or give their fields as keywords).
+            wait_for_turn: Seconds to wait first for a turn running on the source to end, so that the child
+                holds the newest turn; None forks at once.
+            **fields: `ForkOptions` fields, when ``options`` is not given.
 
         Raises:
             ForkError: ``source_not_found``, ``profile_not_found``, ``split_rejected``, ``child_exists``,
                 ``fork_unavailable``, ``invalid_boundary``.
             ArchivedError: the source is archived.
             NotFoundError: the topology parent does not exist.
+            SessionBusyError: the source's turn still ran after ``wait_for_turn`` seconds.
         """
         options = options if options is not None else ForkOptions(**fields)
-        async with self._locks.hold(source_id):
-            child = await self._forks.fork(source_id, options)
+        if wait_for_turn is not None:
+            await self._forks.wait_for_turn(source_id, wait_for_turn, owner=self.owner)
+        child = await self._forks.fork(source_id, options)
         return await self.get_session_digest(child.id)
 
     async def archive_session(self, session_id: str, *, busy_timeout: float | None = None) -> None:
@@ -369,7 +389,10 @@ class Agent:
             async with self._locks.hold(session_id):
                 session = await self._session(session_id, fresh=False)
                 wait = self.busy_timeout if busy_timeout is None else busy_timeout
-                async with session.hold(wait=wait, until_turn_end=True):
+
+                async with session.hold(
+                    wait=wait, until_turn_end=True, on_wait=waiting_notice(queue, session_id, wait)
+                ):
                     tools = await self._tools_for(session)
                     runner = TurnRunner(session, tools, agent=self, max_rounds=self.max_rounds)
                     async for event in runner.run(content, output=output):
@@ -378,7 +401,7 @@ class Agent:
             self._consolidator.schedule(session)
         except Exception as exc:
             if not isinstance(exc, SessionBusyError):  # a turn that ran and failed: watchers elsewhere learn of it
-                await self.events.publish(_turn_error(session_id, exc))
+                await self.events.publish(turn_error(session_id, exc))
             raise
         finally:
             queue.put_nowait(None)
@@ -391,7 +414,7 @@ class Agent:
 
     async def _fork_from_tool(self, source_id: str, options: ForkOptions) -> str:
         async with self._locks.hold(source_id):
-            return (await self._forks.fork(source_id, options)).id
+            return (await self._forks.fork(source_id, options, in_turn=True)).id
 
     # -- reading ---------------------------------------------------------------------------------
 
@@ -501,12 +524,3 @@ class Agent:
     async def _session(self, session_id: str, *, fresh: bool = True) -> Session:
         """The session, from the cache when it is there (caught up with the store unless ``fresh`` is False)."""
         return await self._sessions.get(session_id, fresh=fresh)
-
-
-def _turn_error(session_id: str, exc: Exception) -> ErrorRaised:
-    """A failed turn as an event (the log records it too, as ``turn/end {error}``)."""
-    if isinstance(exc, StellateError):
-        return ErrorRaised(
-            session_id=session_id, source="turn", code=exc.code, message=exc.message, details=dict(exc.details)
-        )
-    return ErrorRaised(session_id=session_id, source="turn", code="unexpected_error", message=type(exc).__name__)

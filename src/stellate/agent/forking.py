@@ -57,8 +57,13 @@ class Forker:
         self._events = events
         self._store = store
 
-    async def fork(self, source_id: str, options: ForkOptions) -> SessionRecord:
-        """Fork a child from ``source_id`` (the caller holds the source's lock) and return its record.
+    async def fork(self, source_id: str, options: ForkOptions, *, in_turn: bool = False) -> SessionRecord:
+        """Fork a child from ``source_id`` and return its record.
+
+        A fork never waits for a turn running on the source (here or elsewhere): the child is cut at a completed
+        turn of the log as stored, and the source's ``session/forked`` record is placed at its head beside the
+        turn. With ``in_turn`` the fork comes from a tool inside the source's own running turn (the caller
+        holds the source's lock), and that record is part of the turn's own writes.
 
         Raises:
             ForkError: ``source_not_found``, ``profile_not_found``, ``split_rejected``, ``child_exists``,
@@ -68,12 +73,12 @@ class Forker:
         """
         context = options.context if isinstance(options.context, str) or options.context is None else "function"
         with observability.fork_span(source_id, context=context or "none", profile=options.profile) as span:
-            child = await self._fork_traced(source_id, options)
+            child = await self._fork_traced(source_id, options, in_turn)
             span.record({"stellate.fork.child_id": child.id, "stellate.fork.inherited": child.inherited})
             _log.info("forked %s into %s", source_id, child.id)
         return child
 
-    async def _fork_traced(self, source_id: str, options: ForkOptions) -> SessionRecord:
+    async def _fork_traced(self, source_id: str, options: ForkOptions, in_turn: bool) -> SessionRecord:
         settings = self._settings
         source = await self._source(source_id)
         source.writer.check_writable()
@@ -128,10 +133,11 @@ class Forker:
             self._sessions.remember(await source.open_child(child, self._sessions.runtime(config)), config)
         else:
             self._sessions.remember_config(child.id, config)  # opened on first use, from its source's segments
-        await source.writer.write(
-            [make_event("session/forked", {"child_id": child.id, "turn": source.history.cursor.last_turn})],
-            check_writable=False,
-        )
+        forked = [make_event("session/forked", {"child_id": child.id, "turn": source.history.cursor.last_turn})]
+        if in_turn:
+            await source.writer.write(forked, check_writable=False)
+        else:
+            await source.writer.write_free(forked, check_writable=False)
         await self._events.publish(
             SessionForked(
                 session_id=child.id,
@@ -142,6 +148,20 @@ class Forker:
             )
         )
         return child
+
+    async def wait_for_turn(self, source_id: str, wait: float, *, owner: str) -> None:
+        """Return once no turn runs on the source (its lease is free), waiting up to ``wait`` seconds.
+
+        Raises:
+            ForkError: ``source_not_found``.
+            SessionBusyError: a turn still runs there after ``wait`` seconds.
+        """
+        store = await self._store()
+        try:
+            lease, _ = await store.acquire_lease(SessionId(source_id), owner=owner, wait=wait)
+        except NotFoundError as exc:
+            raise ForkError(f"fork source {source_id!r} does not exist", code="source_not_found") from exc
+        await store.release_lease(SessionId(source_id), lease)
 
     async def _compressed_context(self, source: Session, config: SessionConfig) -> str | None:
         messages = await source.messages()

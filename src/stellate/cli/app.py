@@ -52,7 +52,9 @@ def run(argv: Sequence[str] | None = None) -> int:
     consoles = make_consoles()
     try:
         args = build_parser().parse_args(argv)
-        result = args.handler(Invocation(args, consoles, os.environ))
+        invocation = Invocation(args, consoles, os.environ)
+        invocation.check_named_config()
+        result = args.handler(invocation)
         if inspect.iscoroutine(result):
             result = asyncio.run(result)
         return int(result)

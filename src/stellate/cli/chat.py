@@ -117,6 +117,8 @@ class ChatSession:
         self.current = ""
         self.turns = TurnTally()
         self.printer: TurnPrinter | None = None
+        self.switching_to_fork = False
+        """True while ``/fork`` makes a branch it then switches to: no ``(/switch ...)`` hint for that one."""
         self.reader = self._reader()
         agent.add_hook(self._announce_fork, types=["session_forked"])
 
@@ -229,7 +231,7 @@ class ChatSession:
             self.consoles.out.print(line, soft_wrap=not self.consoles.out.is_terminal)
 
     def _announce_fork(self, event: AgentEvent) -> None:
-        if isinstance(event, SessionForked):
+        if isinstance(event, SessionForked) and not self.switching_to_fork:
             text = f"  ⑂ new branch {event.label!r}: {event.session_id}  (/switch {event.session_id})"
             self.consoles.out.print(Text(text, style="magenta"), soft_wrap=not self.consoles.out.is_terminal)
 

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from stellate.errors import StoreError, UsageError
-from stellate.store import BaseStore, open_store
+from stellate.store import BACKENDS, BaseStore, open_store
 from stellate.store.sqlite import SqliteStore, sqlite_path
 
 __all__ = ["Database", "open_database"]
@@ -25,6 +25,11 @@ __all__ = ["Database", "open_database"]
 _DEFAULT_LOCK_TIMEOUT = 5.0
 _DEFAULT_BUSY_TIMEOUT = 30.0
 _DEFAULT_LEASE_TTL = 30.0
+_URL_EXAMPLES = {
+    "postgresql": "postgresql://user@host:5432/db",
+    "postgres": "postgres://user@host:5432/db",
+    "sqlite": "sqlite:///path/to/file.db",
+}
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -48,6 +53,7 @@ class Database:
 
         ``$STELLATE_LOCK_TIMEOUT``, ``$STELLATE_BUSY_TIMEOUT`` and ``$STELLATE_LEASE_TTL``.
         """
+        _check_location(location)
         return cls(
             location=location,
             schema=schema,
@@ -154,6 +160,9 @@ async def _open(database: Database, *, create: bool, migrate: bool) -> BaseStore
             return await open_store(database.url)
         except ImportError as exc:  # the backend's extra (psycopg for postgresql://) is not installed
             raise UsageError(str(exc), code="missing_extra") from exc
+        except StoreError as exc:
+            await _check_database_exists(database, exc)
+            raise
     is_new = not database.exists()
     if is_new and not create:
         raise StoreError(
@@ -162,6 +171,33 @@ async def _open(database: Database, *, create: bool, migrate: bool) -> BaseStore
         )
     timeout_ms = int(database.lock_timeout * 1000)
     return await SqliteStore.open(database.url, migrate=migrate or is_new, busy_timeout_ms=timeout_ms)
+
+
+async def _check_database_exists(database: Database, failure: StoreError) -> None:
+    """Say that a PostgreSQL database is missing, as for a SQLite file, when that is why the store did not open.
+
+    Raises:
+        StoreError: ``store_not_found`` when the server answers that it has no such database.
+    """
+    if failure.code not in ("store_error", "store_unavailable") or not database.location.startswith(
+        ("postgresql:", "postgres:")
+    ):
+        return
+    from stellate.store.pg_database import database_name, has_database
+
+    if await has_database(database.url) is False:
+        raise StoreError(
+            f'no database "{database_name(database.url)}" at {database.describe()}; `stellate db migrate` creates it',
+            code="store_not_found",
+        ) from failure
+
+
+def _check_location(location: str) -> None:
+    """Refuse a store URL missing its ``//`` (``postgresql:/db``), which would otherwise name a SQLite file."""
+    scheme, colon, rest = location.partition(":")
+    if colon and scheme.lower() in BACKENDS and not rest.startswith("//"):
+        example = _URL_EXAMPLES.get(scheme.lower(), f"{scheme}://...")
+        raise UsageError(f"{location!r} is not a store URL, which starts with {scheme}:// (e.g. {example})")
 
 
 def _seconds(env: Mapping[str, str], name: str, default: float, *, positive: bool = False) -> float:

@@ -41,10 +41,28 @@ async def migrate(inv: Invocation) -> int:
             out.print(f"{database.describe()} is up to date ({await _schema(store)})")
         return 0
     except StoreError as exc:
+        if exc.code == "store_not_found" and database.path is None:
+            return await _create_server_database(inv)
         if exc.code != "schema_behind":
             raise
     async with open_database(database, migrate=True) as store:
         out.print(f"migrated {database.describe()} to {await _schema(store)}")
+    return 0
+
+
+async def _create_server_database(inv: Invocation) -> int:
+    """Create the PostgreSQL database the URL names, as ``migrate`` creates a missing SQLite file.
+
+    Only this command creates one: a worker or a read started with a mistyped URL says the database is
+    missing instead of serving an empty one.
+    """
+    from stellate.store.pg_database import create_database, database_name
+
+    database = inv.database()
+    await create_database(database.url)
+    async with open_database(database) as store:
+        name = database_name(database.url)
+        inv.consoles.out.print(f'created database "{name}": {database.describe()} ({await _schema(store)})')
     return 0
 
 

@@ -7,6 +7,7 @@ safe and leaves earlier runs in place for ``stellate sessions tree``, ``show`` a
 from __future__ import annotations
 
 import argparse
+import importlib.util
 
 from rich.console import Console
 from rich.rule import Rule
@@ -23,6 +24,8 @@ from stellate.engine.events import TurnEvent
 from stellate.store import BaseStore
 
 __all__ = ["RichNarrator", "add_parser"]
+
+_SERVER_MODULES = ("fastapi", "uvicorn")  # what `stellate serve` imports from the server extra
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
@@ -82,14 +85,21 @@ async def demo(inv: Invocation) -> int:
         finally:
             await agent.close()
     out.print(f"next: stellate sessions tree · stellate sessions show {trip.root_id} · stellate chat --session ID")
-    out.print(f"see it on the star map: {_serve_command(inv)}, then the browser shows this forest", soft_wrap=True)
+    hint = f"see it on the star map: {_serve_command(inv)}, then the browser shows this forest"
+    out.print(hint, soft_wrap=True, markup=False)  # markup=False: "stellate[server]" is not a style
     return 0
 
 
 def _serve_command(inv: Invocation) -> str:
-    """The ``stellate serve --open`` line that serves the database the demo just wrote to."""
+    """The ``stellate serve --open`` line that serves the database the demo just wrote to.
+
+    Without the ``server`` extra (README step 1 installs only ``cli``) it starts with the install it needs.
+    """
     named = inv.args.db if getattr(inv.args, "db", None) else None
-    return f"stellate serve --db {named} --open" if named else "stellate serve --open"
+    command = f"stellate serve --db {named} --open" if named else "stellate serve --open"
+    if not all(importlib.util.find_spec(module) for module in _SERVER_MODULES):
+        return f'pip install "stellate[server]" and run {command}'
+    return command
 
 
 async def _show_insight_use(store: BaseStore, trip: Trip, out: Console) -> None:

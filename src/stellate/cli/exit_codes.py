@@ -87,6 +87,7 @@ EXIT_STATUS: dict[str, int] = {
     # 9: the model call failed.
     "llm_error": 9,
     "provider_error": 9,
+    "context_overflow": 9,
     "reply_unstorable": 9,
     "context_too_large": 9,
     "output_invalid": 9,

@@ -14,6 +14,7 @@ from stellate.cli.providers import ProviderSettings, adapter_or_placeholder
 from stellate.cli.settings import (
     ConfigFile,
     ProviderFlags,
+    config_path,
     database_location,
     fork_profiles,
     load_config,
@@ -50,6 +51,18 @@ class Invocation:
         if self._config is None:
             self._config = load_config(self.option("config"), self.env)
         return self._config
+
+    def check_named_config(self) -> None:
+        """Read a config file named by ``--config`` or ``$STELLATE_CONFIG`` now, whatever the command.
+
+        A named file must exist (docs/cli.md), so every command refuses a missing or invalid one the same way,
+        not only the commands that happen to need a setting from it.
+
+        Raises:
+            UsageError: ``config_invalid``.
+        """
+        if config_path(self.option("config"), self.env)[1]:
+            self.config()
 
     def provider(self) -> ProviderSettings:
         """The provider settings: flag > environment > config file."""

@@ -16,15 +16,18 @@ __all__ = ["add_parser"]
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Register ``keys`` and its actions."""
-    keys = commands.add_parser("keys", help="API keys of `stellate serve`: create, list, revoke")
-    keys.add_argument("--keys", metavar="FILE", default=argparse.SUPPRESS, help="key file (default: beside the db)")
+    # --keys goes before or after the action, and each action's --help shows it.
+    key_file = argparse.ArgumentParser(add_help=False)
+    key_file.add_argument("--keys", metavar="FILE", default=argparse.SUPPRESS, help="key file (default: beside the db)")
+    keys = commands.add_parser("keys", parents=[key_file], help="API keys of `stellate serve`: create, list, revoke")
     actions = keys.add_subparsers(dest="action", required=True, metavar="ACTION")
-    create_parser = actions.add_parser("create", parents=[common], help="make a key (printed once)")
+    parents = [common, key_file]
+    create_parser = actions.add_parser("create", parents=parents, help="make a key (printed once)")
     create_parser.add_argument("--space", required=True, help="the space (tenant) the key opens")
     create_parser.add_argument("--read-only", action="store_true", help="the key may only read")
     create_parser.set_defaults(handler=create)
-    actions.add_parser("list", parents=[common], help="every key, without secrets").set_defaults(handler=list_)
-    revoke_parser = actions.add_parser("revoke", parents=[common], help="revoke a key by id")
+    actions.add_parser("list", parents=parents, help="every key, without secrets").set_defaults(handler=list_)
+    revoke_parser = actions.add_parser("revoke", parents=parents, help="revoke a key by id")
     revoke_parser.add_argument("id", help="key id (from `keys list`)")
     revoke_parser.set_defaults(handler=revoke)
 

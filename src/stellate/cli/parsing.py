@@ -13,7 +13,7 @@ from typing import NoReturn
 
 from stellate.errors import UsageError
 
-__all__ = ["CommandParser"]
+__all__ = ["CommandParser", "positive_int"]
 
 _USAGE_STATUS = 2  # EXIT_STATUS["usage_error"]
 
@@ -33,3 +33,18 @@ class CommandParser(argparse.ArgumentParser):
             raise SystemExit(_USAGE_STATUS)
         where = "" if " " not in self.prog and not self.prog.startswith("/") else f"{self.prog}: "
         raise UsageError(f"{where}{message} (see {self.prog} --help)")
+
+
+def positive_int(text: str) -> int:
+    """An argparse ``type``: a whole number of 1 or more (``--limit -1`` is a mistake, not "all but one").
+
+    Raises:
+        argparse.ArgumentTypeError: ``text`` is not such a number.
+    """
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number of 1 or more, not {text!r}")
+    return value

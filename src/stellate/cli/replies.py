@@ -9,15 +9,25 @@ leaves no empty ``assistant ›`` line behind.
 
 from __future__ import annotations
 
+import datetime
+
 from rich.console import Console
 from rich.live import Live
 from rich.markdown import Markdown
 from rich.text import Text
 
 from stellate.cli.render import clip
-from stellate.engine.events import AssistantReply, TextChunk, ToolCallFinished, ToolCallStarted, TurnEvent, TurnFinished
+from stellate.engine.events import (
+    AssistantReply,
+    TextChunk,
+    ToolCallFinished,
+    ToolCallStarted,
+    TurnEvent,
+    TurnFinished,
+    TurnWaiting,
+)
 
-__all__ = ["MarkdownStream", "TurnPrinter", "split_complete_blocks"]
+__all__ = ["MarkdownStream", "TurnPrinter", "split_complete_blocks", "waiting_line"]
 
 _FENCES = ("```", "~~~")
 
@@ -96,6 +106,8 @@ class TurnPrinter:
             self.line(Text(f"    ↳ {clip(event.content, 140)}", style=style))
         elif isinstance(event, TurnFinished) and event.result.reason != "completed":
             self.line(Text(f"(turn {event.result.turn} ended: {event.result.reason})", style="yellow"))
+        elif isinstance(event, TurnWaiting):
+            self.line(Text(waiting_line(event), style="yellow"))
 
     def line(self, text: Text) -> None:
         """Print a line of its own, after any reply text in progress."""
@@ -130,3 +142,15 @@ class TurnPrinter:
             self.console.print()
             self._mid_line = False
         self._in_reply = False
+
+
+def waiting_line(event: TurnWaiting) -> str:
+    """The one line said while a turn waits for another writer: who, since when, how long at most, how to give up."""
+    holder = event.holder or "another writer"
+    since = ""
+    if event.held_since is not None:
+        since = f" since {datetime.datetime.fromtimestamp(event.held_since / 1000).strftime('%H:%M:%S')}"
+    return (
+        f"(waiting for the turn {holder} runs on this session{since}; at most {event.wait_seconds:g} s, "
+        "then it gives up; Ctrl-C gives up now)"
+    )

@@ -11,6 +11,7 @@ from rich.text import Text
 from stellate.cli.console import progress_bar
 from stellate.cli.invocation import Invocation
 from stellate.cli.lookup import SessionFilter, filter_sessions, resolve_session
+from stellate.cli.parsing import positive_int
 from stellate.cli.render import clip, event_line, forest_tree, session_table
 from stellate.engine import ForkOptions
 from stellate.engine.events import AgentEvent, ErrorRaised
@@ -61,7 +62,7 @@ def _add_list_parser(
     list_parser.add_argument("--status", choices=["active", "archived"], help="only sessions with this status")
     list_parser.add_argument("--under", metavar="ID", help="only this session and its branches (id, prefix or label)")
     list_parser.add_argument("--roots", action="store_true", help="only sessions without a parent")
-    list_parser.add_argument("--limit", type=int, metavar="N", help="show at most N sessions")
+    list_parser.add_argument("--limit", type=positive_int, metavar="N", help="show at most N sessions")
     list_parser.set_defaults(handler=list_)
 
 

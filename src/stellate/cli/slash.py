@@ -149,7 +149,11 @@ def fork(chat: ChatSession, args: argparse.Namespace) -> None:
         at_seq=args.at,
         profile_vars=variables or None,
     )
-    child = chat.call(chat.agent.fork_session, chat.current, options)
+    chat.switching_to_fork = True  # the switch line below names the branch; "(/switch ...)" would be stale
+    try:
+        child = chat.call(chat.agent.fork_session, chat.current, options)
+    finally:
+        chat.switching_to_fork = False
     chat.switch(child.id)
 
 

@@ -33,6 +33,7 @@ _BY_CODE: dict[str, type[StellateError]] = {
     "session_not_found": NotFoundError,
     "session_archived": ArchivedError,
     "provider_error": ProviderError,
+    "context_overflow": ProviderError,
     "llm_error": LLMError,
     "seq_conflict": ConflictError,
     "session_exists": ConflictError,

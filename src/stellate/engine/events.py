@@ -33,6 +33,7 @@ __all__ = [
     "TurnEvent",
     "TurnFinished",
     "TurnResult",
+    "TurnWaiting",
 ]
 
 
@@ -62,6 +63,20 @@ class MessageReceived:
     session_id: str
     content: str
     type: Literal["message_received"] = "message_received"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class TurnWaiting:
+    """The turn waits for another writer's turn on the session to end (sent once, before it starts)."""
+
+    session_id: str
+    holder: str | None
+    """Who holds the session (``host:pid:name``), when known."""
+    held_since: int | None
+    """When the holder took the session (epoch ms), when known."""
+    wait_seconds: float
+    """The longest this turn waits before it gives up with ``session_busy``."""
+    type: Literal["turn_waiting"] = "turn_waiting"
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -212,7 +227,8 @@ class ErrorRaised:
 
 
 TurnEvent: TypeAlias = (
-    MessageReceived
+    TurnWaiting
+    | MessageReceived
     | RoundStart
     | TextChunk
     | AssistantReply

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import email.utils
 import json
+import re
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
 from contextlib import aclosing, contextmanager, suppress
@@ -27,6 +28,12 @@ __all__ = ["HTTPChannel", "SSEEvent", "failure_from_status", "parse_retry_after"
 
 _ERROR_TEXT_LIMIT = 500
 _DRAIN_SECONDS = 1.0
+# How providers say a prompt does not fit: OpenAI, llama.cpp's servers and vLLM send OpenAI's code or its
+# sentence ("This model's maximum context length is ..."); Anthropic says "prompt is too long".
+_OVERFLOW_CODES = frozenset({"context_length_exceeded", "context_window_exceeded"})
+_OVERFLOW_TEXT = re.compile(
+    r"maximum context length|context window|context length exceeded|prompt is too long", re.IGNORECASE
+)
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -144,29 +151,37 @@ def _translated_transport_errors() -> Iterator[None]:
 
 
 def failure_from_status(status: int, headers: Mapping[str, str], text: str) -> AttemptFailed:
-    """Build the failure for an HTTP error answer; only 429 and 5xx are worth retrying."""
-    message = _error_message(text)
+    """Build the failure for an HTTP error answer; only 429 and 5xx are worth retrying.
+
+    A 400 or 413 that refuses the prompt as too long for the model's context window gets the code
+    ``context_overflow``.
+    """
+    message, error_code = _error_message(text)
+    overflow = status in (400, 413) and (error_code in _OVERFLOW_CODES or _OVERFLOW_TEXT.search(message) is not None)
     return AttemptFailed(
         f"HTTP {status}: {message}",
         retryable=status == 429 or status >= 500,
         status_code=status,
         provider_message=message,
         retry_after=parse_retry_after(headers),
+        code="context_overflow" if overflow else None,
     )
 
 
-def _error_message(text: str) -> str:
+def _error_message(text: str) -> tuple[str, str | None]:
+    """The message of an error body, and its ``code`` when it names one."""
     # Both OpenAI and Anthropic answer {"error": {"message": ...}}; anything else is shown raw, shortened.
     try:
         data = json.loads(text)
     except ValueError:
-        return text[:_ERROR_TEXT_LIMIT] or "(empty body)"
+        return text[:_ERROR_TEXT_LIMIT] or "(empty body)", None
     error = data.get("error") if isinstance(data, dict) else None
     if isinstance(error, dict) and isinstance(error.get("message"), str):
-        return str(error["message"])
+        code = error.get("code")
+        return str(error["message"]), code if isinstance(code, str) else None
     if isinstance(error, str):
-        return error
-    return text[:_ERROR_TEXT_LIMIT]
+        return error, None
+    return text[:_ERROR_TEXT_LIMIT], None
 
 
 def parse_retry_after(headers: Mapping[str, str]) -> float | None:

@@ -114,19 +114,33 @@ class AttemptFailed(Exception):
         status_code: int | None = None,
         provider_message: str | None = None,
         retry_after: float | None = None,
+        code: str | None = None,
     ) -> None:
         super().__init__(message)
         self.retryable = retryable
+        self.code = code
+        """The `ProviderError` code to give up with (``context_overflow``); None for ``provider_error``."""
         self.status_code = status_code
         self.provider_message = provider_message if provider_message is not None else message
         self.retry_after = retry_after
 
 
+#: What to do about a failure, by its code.
+_HINTS = {
+    "context_overflow": (
+        " (the model's context window is smaller than stellate was told: set the adapter's max_context_tokens,"
+        " or the CLI's context_tokens, to the model's window and the history is compressed to fit)"
+    ),
+}
+
+
 def _give_up(failure: AttemptFailed, attempts: int, context: Mapping[str, Any], *, partial: bool) -> ProviderError:
     where = f"{context.get('provider', 'provider')} call"
     tail = " after output had started" if partial else ""
+    hint = _HINTS.get(failure.code or "", "")
     return ProviderError(
-        f"{where} failed after {attempts} attempt(s){tail}: {failure}",
+        f"{where} failed after {attempts} attempt(s){tail}: {failure}{hint}",
+        code=failure.code,
         status_code=failure.status_code,
         provider_message=failure.provider_message,
         attempts=attempts,

@@ -13,7 +13,7 @@ except ImportError as exc:  # pragma: no cover - exercised in a subprocess by te
 
 import json
 import os
-from collections.abc import AsyncGenerator, AsyncIterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Mapping
 from contextlib import aclosing
 from typing import Any, Literal
 
@@ -30,6 +30,7 @@ from stellate.llm._http import HTTPChannel
 from stellate.llm._identity import ClosingAdapter
 from stellate.llm._retry import AttemptFailed, RetryPolicy, retry_call, retry_stream
 from stellate.llm._wire import RawJSON, WireCache, encode_object, resolve_max_tokens
+from stellate.llm.scripted import response_events
 from stellate.llm.types import LLMRequest, LLMResponse, StreamEvent
 
 __all__ = ["OpenAIAdapter"]
@@ -156,28 +157,48 @@ class OpenAIAdapter(ClosingAdapter):
     def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
         """Make one streamed call; the last event is a `ResponseDone`.
 
+        A stream that ends before any output and before the model finished is asked again unstreamed (see
+        `_stream_once`), so the caller gets the provider's own error or its answer.
+
         Raises:
-            ProviderError: The server kept failing before any output, or the stream broke after output started.
+            ProviderError: The server kept failing before any output, or the stream broke after output started;
+                code ``context_overflow`` when it refused the prompt as too long for the model.
         """
         body = self.encode_body(request, stream=True)
-        return retry_stream(self._retry, lambda: self._stream_once(body), context=self._context())
+        return retry_stream(
+            self._retry,
+            lambda: self._stream_once(body, lambda: self.encode_body(request, stream=False)),
+            context=self._context(),
+        )
 
-    async def _stream_once(self, body: bytes) -> AsyncGenerator[StreamEvent, None]:
+    async def _stream_once(self, body: bytes, unstreamed: Callable[[], bytes]) -> AsyncGenerator[StreamEvent, None]:
         assembler = ChunkAssembler(provider=self._provider, model=self._model)
+        started = done = False
         # aclosing: leaving at [DONE] closes the channel's stream now, which reads the answer to its end and
         # returns the connection to the pool (left to the garbage collector, the connection was dropped).
         async with aclosing(self._channel.stream_sse("/chat/completions", body)) as events:
             async for event in events:
                 if event.data.strip() == "[DONE]":
+                    done = True
                     break
                 for item in assembler.feed(_load_chunk(event.data)):
+                    started = True
                     yield item
-            else:
-                # Some servers omit [DONE]; a finish_reason is then proof enough that the model finished.
-                if not assembler.has_finish_reason:
-                    raise AttemptFailed("stream ended before the model finished", retryable=True)
+        if not started and not assembler.has_finish_reason:
+            # llama.cpp's server fails a request it has already answered 200 (a prompt over its context window)
+            # by ending the stream empty; the same request unstreamed gets the error it has to say, once.
+            for item in await self._complete_once(unstreamed()):
+                yield item
+            return
+        # Some servers omit [DONE]; a finish_reason is then proof enough that the model finished.
+        if not done and not assembler.has_finish_reason:
+            raise AttemptFailed("stream ended before the model finished", retryable=True)
         for item in assembler.finish():
             yield item
+
+    async def _complete_once(self, body: bytes) -> list[StreamEvent]:
+        data = await self._channel.post_json("/chat/completions", body)
+        return response_events(parse_completion(data, provider=self._provider, model=self._model))
 
 
 def _load_chunk(data: str) -> Mapping[str, Any]:

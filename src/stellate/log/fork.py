@@ -58,40 +58,49 @@ def resolve_anchor(
     at_seq: int | None,
     *,
     next_seq: int,
+    turn_open: bool,
     marker_at_anchor: Event | None,
     end_after_anchor: Event | None,
     last_turn_end: Event | None,
 ) -> int | None:
-    """Boundary for a fork anchored at a message a person clicked.
+    """Boundary for a fork anchored at a message a person clicked (seed 002's host rule).
+
+    The anchor picks the first ``turn/end`` at or after it, so the fork holds the clicked message's whole turn
+    (and, for an anchor between two turns, the turn after it). It never falls back to an earlier turn, so a
+    fork never silently leaves out what was clicked.
 
     Args:
         at_seq: The clicked event's seq, or None for "the session as it stands".
         next_seq: Length of the source's log.
+        turn_open: Whether the source's last turn is still open.
         marker_at_anchor: Last turn marker at or before ``at_seq``.
         end_after_anchor: First ``turn/end`` at or after ``at_seq``.
         last_turn_end: Last ``turn/end`` of the log.
 
     Returns:
-        The boundary: the anchor itself when it lies outside any turn, else the end of the anchored turn;
-        the last completed turn when there is no anchor or it lies past the end (None if no turn completed).
+        The end of the first turn ending at or after the anchor; the anchor itself when no turn follows it
+        (only slot events and messages outside turns, such as a fork's opening message, come after the last
+        turn); the last completed turn when there is no anchor or it lies past the end (None if no turn
+        completed).
 
     Raises:
-        ForkError: ``invalid_boundary`` for a negative anchor, ``fork_unavailable`` when the anchored turn
-            is still open.
+        ForkError: ``invalid_boundary`` for a negative anchor; ``fork_unavailable`` when the turn that would
+            end the fork is still open (the anchor lies in the running turn, or just before it).
     """
     if at_seq is None or at_seq >= next_seq:
         return clip_to_completed_turn(last_turn_end)
     if isinstance(at_seq, bool) or not isinstance(at_seq, int) or at_seq < 0:
         raise ForkError(f"anchor {at_seq!r} is not a seq", code="invalid_boundary", at_seq=repr(at_seq))
-    if marker_at_anchor is None or marker_at_anchor.type == "turn/end":
-        return at_seq
-    if end_after_anchor is None:
+    if end_after_anchor is not None:
+        return end_after_anchor.seq
+    inside = marker_at_anchor is not None and marker_at_anchor.type == "turn/start"
+    if inside or turn_open:
         raise ForkError(
-            f"the turn holding seq {at_seq} has not finished; fork again when it has",
+            f"the turn holding seq {at_seq} (or the one after it) has not finished; fork again when it has",
             code="fork_unavailable",
             at_seq=at_seq,
         )
-    return end_after_anchor.seq
+    return at_seq
 
 
 def clip_to_completed_turn(last_turn_end: Event | None) -> int | None:

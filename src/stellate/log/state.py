@@ -56,6 +56,8 @@ def _apply(slots: Slots, event: Event) -> Slots:
             slots = replace(slots, memory=data["content"])
         case "insight/put":
             slots = replace(slots, insight=data["content"])
+        case "insight/consumed" if "content" in data and data["content"] != slots.insight:
+            pass  # another insight arrived while the call that consumed this one ran: it stays pending
         case "insight/consumed" | "insight/cleared":
             slots = replace(slots, insight=None)
         case "session/archived":

@@ -75,6 +75,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "adapter_not_found": 422,
     "tool_not_found": 422,
     "context_too_large": 422,
+    "context_overflow": 422,
     "usage_error": 422,
     "store_locked": 503,
     "provider_error": 503,

@@ -43,18 +43,18 @@ def inherit_request(
         boundary: An exact, inclusive seq.
 
     Returns:
-        The request for the store: the exact boundary or anchor when given; else the last completed turn
-        while the source's turn is open, else its whole log. None when the source's log is empty.
+        The request for the store: the exact boundary or anchor when given; else the source as stored (its
+        whole log, or up to its last completed turn while a turn runs there, whichever writer runs it). None
+        when the source's log is empty.
     """
     if boundary is not None:
         return ForkRequest(source_id=source_id, point=Boundary(seq=boundary))
     if at_seq is not None:
         return ForkRequest(source_id=source_id, point=Anchor(at_seq=at_seq))
-    if cursor.turn_open:
-        return ForkRequest(source_id=source_id, point=CompletedTurn())
     if cursor.next_seq == 0:
         return None
-    return ForkRequest(source_id=source_id, point=Boundary(seq=cursor.next_seq - 1))
+    # Judged by the store on the log as committed: this writer's cursor may lag behind another's turn.
+    return ForkRequest(source_id=source_id, point=CompletedTurn())
 
 
 async def copied_context(select: ContextFn, messages: Sequence[Message]) -> NewEvent | None:

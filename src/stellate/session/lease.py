@@ -8,6 +8,7 @@ writer's side: a heartbeat renews the lease every third of its ttl, and a lease 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
 
 from stellate import observability
 from stellate.errors import SessionBusyError, StellateError
@@ -35,15 +36,19 @@ class LeaseHolder:
         self._heartbeat: asyncio.Task[None] | None = None
         self._log_extra = {"session_id": session_id}
 
-    async def take(self, wait: float) -> SessionRecord:
+    async def take(self, wait: float, on_wait: Callable[[Lease | None], None] | None = None) -> SessionRecord:
         """Take the lease (waiting up to ``wait`` seconds) and start renewing it; the record as of the grant.
+
+        Args:
+            wait: Seconds to wait for another writer's lease to end.
+            on_wait: Told once, with the other writer's lease, when the take has to wait for it.
 
         Raises:
             SessionBusyError: another writer still holds it after ``wait`` seconds.
         """
         runtime = self._runtime
         lease, record = await self._reclaim() or await self._store.acquire_lease(
-            self._session_id, owner=runtime.lease_owner, ttl=runtime.lease_ttl, wait=wait
+            self._session_id, owner=runtime.lease_owner, ttl=runtime.lease_ttl, wait=wait, on_wait=on_wait
         )
         self.current = lease
         loop = asyncio.get_running_loop()

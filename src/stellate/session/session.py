@@ -9,7 +9,7 @@ length of the history.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 from stellate.errors import SessionBusyError, UsageError
@@ -158,7 +158,13 @@ class Session:
         return self.writer.lease.current
 
     @contextlib.asynccontextmanager
-    async def hold(self, *, wait: float | None = None, until_turn_end: bool = False) -> AsyncIterator[Session]:
+    async def hold(
+        self,
+        *,
+        wait: float | None = None,
+        until_turn_end: bool = False,
+        on_wait: Callable[[Lease | None], None] | None = None,
+    ) -> AsyncIterator[Session]:
         """Be the session's only writer until the block ends, whatever other processes share the store.
 
         Takes the session's lease in the store (waiting up to ``wait`` seconds, the runtime's
@@ -171,6 +177,7 @@ class Session:
             wait: Seconds to wait for another writer; the runtime's ``busy_timeout`` when None.
             until_turn_end: The block ends with the next turn: that turn's closing write gives the lease back
                 in its own transaction (one write fewer), and nothing is written in the block after it.
+            on_wait: Told once, with the other writer's lease, when taking the lease has to wait for it.
 
         Raises:
             SessionBusyError: another writer still holds the session after ``wait`` seconds.
@@ -178,7 +185,7 @@ class Session:
         if self.writer.lease.current is not None:
             yield self
             return
-        record = await self.writer.lease.take(self.runtime.busy_timeout if wait is None else wait)
+        record = await self.writer.lease.take(self.runtime.busy_timeout if wait is None else wait, on_wait)
         self.writer.lease.ends_with_turn = until_turn_end
         try:
             await self.writer.catch_up(record)
@@ -230,23 +237,23 @@ class Session:
 
     async def set_system_prompt(self, content: str) -> None:
         """Replace the system prompt."""
-        await self.writer.write([make_event("system_prompt/set", {"content": content})])
+        await self.writer.write_free([make_event("system_prompt/set", {"content": content})])
 
     async def set_label(self, label: str) -> None:
         """Rename the session; the identity line of the next call follows."""
-        await self.writer.write([make_event("label/set", {"label": label})])
+        await self.writer.write_free([make_event("label/set", {"label": label})])
 
     async def put_memory(self, content: str) -> None:
         """Replace the memory."""
-        await self.writer.write([make_event("memory/put", {"content": content})])
+        await self.writer.write_free([make_event("memory/put", {"content": content})])
 
     async def put_insight(self, content: str) -> None:
         """Replace the pending insight (one-shot; consumed by the next successful call)."""
-        await self.writer.write([make_event("insight/put", {"content": content})])
+        await self.writer.write_free([make_event("insight/put", {"content": content})])
 
     async def clear_insight(self) -> None:
         """Drop the pending insight unread."""
-        await self.writer.write([make_event("insight/cleared")])
+        await self.writer.write_free([make_event("insight/cleared")])
 
     async def archive(self) -> None:
         """Make the session read-only; archiving twice is harmless. Waits for a running turn to end.
@@ -329,7 +336,7 @@ class Session:
             "through_seq": cursor.next_seq - 1,
             "turn": cursor.last_turn,
         }
-        await self.writer.write([make_event("memory/put", data)])
+        await self.writer.write_free([make_event("memory/put", data)])
         return memory
 
     # -- fork ------------------------------------------------------------------------------------
@@ -394,7 +401,7 @@ class Session:
             parent_id=parent_id if parent_id is not None else self.id,
             fork=fork,
             events=events,
-            source_id=self.id if fork is None and context != "none" else None,
+            source_id=self.id,  # always the session forked from, whatever the context (topology may differ)
         )
         return record
 

@@ -192,7 +192,7 @@ class Turn:
         if session.runtime.durability == "step":
             await session.writer.flush()
         self._partial = []
-        self._insight_sent = history.slots.insight is not None
+        self._insight_sent = history.slots.insight
         messages = build_context(history, session.runtime.language)
         self._sent_estimate = session.heuristic_prompt_tokens()
         return LLMRequest(
@@ -211,8 +211,8 @@ class Turn:
                 code="reply_unstorable",
             )
         events = [reply]
-        if self._insight_sent:
-            events.append(make_event("insight/consumed"))
+        if self._insight_sent is not None:  # naming what it consumed: an insight put meanwhile stays pending
+            events.append(make_event("insight/consumed", {"content": self._insight_sent}))
         if not message.tool_calls:
             events.append(make_event("step/end", {"turn": self.number, "step": history.cursor.step}))
         session.writer.stage(events)

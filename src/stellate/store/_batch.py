@@ -12,7 +12,18 @@ from stellate.log.invariants import advance
 from stellate.log.state import fold_slots
 from stellate.store.types import Lease, SessionRecord
 
-__all__ = ["Fence", "KnownHeads", "PlannedAppend", "busy_error", "check_fence", "plan_append"]
+__all__ = [
+    "Fence",
+    "KnownHeads",
+    "PlannedAppend",
+    "busy_error",
+    "check_fence",
+    "interleaved_range",
+    "plan_append",
+]
+
+_MAX_INTERLEAVED = 10_000
+"""Most events a lease holder's append looks past at the head (free-standing ones others wrote meanwhile)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,10 +80,42 @@ class PlannedAppend:
     record: SessionRecord
 
 
+def interleaved_range(record: SessionRecord, expected_seq: int | None, fence: Fence) -> tuple[int, int] | None:
+    """The seqs a lease holder's append must find free-standing to land at the head although its head is stale.
+
+    A holder's last known head (``expected_seq``) falls behind when others add free-standing slot events
+    (memory, insight, a fork's record...) beside its turn. Those may stand anywhere, so the holder's batch still
+    fits after them: the backend reads the types of the events in the returned range, in the same transaction,
+    and passes them to `plan_append`. None when no such check applies (the head is current, the writer holds no
+    lease, or the gap is not the holder's to look past).
+    """
+    if expected_seq is None or expected_seq == record.next_seq or fence.token is None:
+        return None
+    lease = record.lease
+    if lease is None or lease.token != fence.token:
+        return None  # the fence refuses the write (lease_lost)
+    if not record.inherited <= expected_seq < record.next_seq or record.next_seq - expected_seq > _MAX_INTERLEAVED:
+        return None
+    return expected_seq, record.next_seq
+
+
 def plan_append(
-    record: SessionRecord, new_events: Sequence[NewEvent], expected_seq: int | None, fence: Fence | None = None
+    record: SessionRecord,
+    new_events: Sequence[NewEvent],
+    expected_seq: int | None,
+    fence: Fence | None = None,
+    *,
+    interleaved: Sequence[str] | None = None,
 ) -> PlannedAppend:
     """Give ``new_events`` their seqs and check them against ``record``'s log (and its lease, with ``fence``).
+
+    Args:
+        record: The session's record, read under the write's lock.
+        new_events: The batch, in order.
+        expected_seq: The log's next seq as the writer saw it (None: wherever the head is).
+        fence: The writer's side of the lease check.
+        interleaved: The types of the events in `interleaved_range`, when the backend read them: if every one
+            is free-standing, a stale ``expected_seq`` is no conflict and the batch lands at the head.
 
     Raises:
         SessionBusyError: the fence refuses the write (see `check_fence`).
@@ -85,7 +128,11 @@ def plan_append(
         raise UsageError("append needs at least one event")
     if fence is not None:
         check_fence(record, new_events, fence)
-    if expected_seq is not None and expected_seq != record.next_seq:
+    if (
+        expected_seq is not None
+        and expected_seq != record.next_seq
+        and not _only_free_standing(record, expected_seq, interleaved)
+    ):
         raise ConflictError(
             f"session {record.id} is at seq {record.next_seq}, not {expected_seq}; re-read and retry",
             session_id=record.id,
@@ -103,6 +150,13 @@ def plan_append(
     slots = fold_slots(record.slots, events)
     lease = None if fence is not None and fence.release else record.lease
     return PlannedAppend(events, texts, replace(record, cursor=cursor, slots=slots, lease=lease))
+
+
+def _only_free_standing(record: SessionRecord, expected_seq: int, interleaved: Sequence[str] | None) -> bool:
+    """Whether the events between a writer's stale head and the real one are all free-standing slot events."""
+    if interleaved is None or len(interleaved) != record.next_seq - expected_seq:
+        return False
+    return all(t in FREE_STANDING_TYPES for t in interleaved)
 
 
 class KnownHeads:

@@ -207,6 +207,8 @@ class BaseStore(LeaseStore):
             marker = await self._last(source, ("turn/start", "turn/end"), seq) if in_range else None
             return check_explicit_boundary(seq, next_seq=next_seq, last_marker=marker)
         if isinstance(point, CompletedTurn):
+            if not source.cursor.turn_open:
+                return next_seq - 1 if next_seq else None
             return clip_to_completed_turn(await self._last(source, ("turn/end",), next_seq - 1))
         if not isinstance(point, Anchor):
             raise UsageError(f"not a fork point: {point!r}")
@@ -218,6 +220,7 @@ class BaseStore(LeaseStore):
         return resolve_anchor(
             at,
             next_seq=next_seq,
+            turn_open=source.cursor.turn_open,
             marker_at_anchor=marker,
             end_after_anchor=end,
             last_turn_end=await self._last(source, ("turn/end",), next_seq - 1),
@@ -248,7 +251,10 @@ class BaseStore(LeaseStore):
         Args:
             session_id: The session.
             events: The batch, in order.
-            expected_seq: The log's next seq as the writer saw it; a mismatch refuses the batch.
+            expected_seq: The log's next seq as the writer saw it; a mismatch refuses the batch, unless the
+                writer holds the lease and every event since is free-standing (memory, insight, a fork's
+                record...): the batch then lands at the head, and the events returned carry the seqs it got.
+                None places the batch wherever the head is, in the same statement.
             lease: The lease the writer holds; without one, a session another writer holds accepts only
                 free-standing slot events (memory, insight, label, system prompt).
             release_lease: Give ``lease`` back in the same transaction as the batch (a writer's last write

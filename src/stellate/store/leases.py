@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
+import logging
 import os
 import socket
 import time
@@ -17,6 +18,7 @@ from dataclasses import replace
 
 from stellate.errors import UsageError
 from stellate.store._batch import busy_error
+from stellate.store.liveness import holder_is_gone, new_lease_token
 from stellate.store.types import Claim, Lease, SessionId, SessionRecord
 
 __all__ = ["DEFAULT_LEASE_TTL", "LeaseStore", "lease_owner"]
@@ -24,6 +26,7 @@ __all__ = ["DEFAULT_LEASE_TTL", "LeaseStore", "lease_owner"]
 #: Seconds a lease lasts unless renewed; holders renew it well inside this (every third of it).
 DEFAULT_LEASE_TTL = 30.0
 _POLL_MAX = 0.1  # longest sleep between two tries of a waiting writer, in seconds
+_log = logging.getLogger(__name__)
 
 
 def lease_owner(name: str = "") -> str:
@@ -67,12 +70,27 @@ class LeaseStore(abc.ABC):
     # -- leases: one writer per session, across processes ---------------------------------------
 
     async def acquire_lease(
-        self, session_id: SessionId, *, owner: str, ttl: float = DEFAULT_LEASE_TTL, wait: float = 0.0
+        self,
+        session_id: SessionId,
+        *,
+        owner: str,
+        ttl: float = DEFAULT_LEASE_TTL,
+        wait: float = 0.0,
+        on_wait: Callable[[Lease | None], None] | None = None,
     ) -> tuple[Lease, SessionRecord]:
         """Take the session's lease, waiting up to ``wait`` seconds while another writer holds a live one.
 
         A lease whose holder stopped renewing it (a crashed process) lapses ``ttl`` seconds after its last
-        renewal and can then be taken.
+        renewal and can then be taken. A holder on this host whose process is known to be gone (see
+        `stellate.store.liveness`) is taken over at once.
+
+        Args:
+            session_id: The session.
+            owner: Who takes it (shown to writers kept out).
+            ttl: Seconds the lease lasts unless renewed.
+            wait: Seconds to wait for a live holder.
+            on_wait: Called once, with the holder's lease, when the call is about to wait for it (so a caller
+                can say who it waits for).
 
         Returns:
             The new lease and the session's record as of the grant.
@@ -87,16 +105,41 @@ class LeaseStore(abc.ABC):
         deadline, delay = time.monotonic() + wait, 0.005
         while True:
             now = self.clock()
-            lease = Lease(owner=owner, token=uuid.uuid4().hex, acquired_at=now, expires_at=now + round(ttl * 1000))
+            token = await self._new_lease_token()
+            lease = Lease(owner=owner, token=token, acquired_at=now, expires_at=now + round(ttl * 1000))
             record = await self._take_lease(session_id, lease, now)
             if record is not None:
                 return lease, record
             current = await self.get_session(session_id)
+            if current.lease is not None and await self._holder_is_gone(current.lease):
+                await self._break_dead_lease(session_id, current.lease)
+                continue
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 raise busy_error(session_id, current.lease, now)
+            if on_wait is not None:
+                on_wait(current.lease)
+                on_wait = None
             await asyncio.sleep(min(delay, remaining))
             delay = min(delay * 2, _POLL_MAX)
+
+    async def _new_lease_token(self) -> str:
+        """A token for a new lease, stamped with what tells its holder's death (see `stellate.store.liveness`)."""
+        return new_lease_token()
+
+    async def _holder_is_gone(self, lease: Lease) -> bool:
+        """Whether the holder of ``lease`` is known to be dead (a backend may know more than this host's pids)."""
+        return holder_is_gone(lease.token)
+
+    async def _break_dead_lease(self, session_id: SessionId, lease: Lease) -> None:
+        """Clear a lease whose holder's process is gone (only if it is still that grant), so it is taken at once."""
+        _log.warning(
+            "session %s: the lease holder %s is gone (its process ended); taking over without waiting for the lease",
+            session_id,
+            lease.owner,
+            extra={"session_id": session_id},
+        )
+        await self._release_lease(session_id, lease.token)
 
     async def renew_lease(self, session_id: SessionId, lease: Lease, *, ttl: float = DEFAULT_LEASE_TTL) -> Lease:
         """Extend a held lease to ``ttl`` seconds from now and return it.

@@ -8,7 +8,7 @@ from dataclasses import replace
 
 from stellate.errors import ConflictError, NotFoundError
 from stellate.log.events import Event, NewEvent
-from stellate.store._batch import Fence, PlannedAppend, plan_append
+from stellate.store._batch import Fence, PlannedAppend, interleaved_range, plan_append
 from stellate.store.base import BaseStore
 from stellate.store.history import (
     HistoryBounds,
@@ -62,8 +62,13 @@ class MemoryStore(BaseStore):
             record = self._visible(session_id)
             if record is None:
                 raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
-            planned = plan_append(record, events, expected_seq, fence)
-            self._events[session_id].extend(planned.events)
+            gap = interleaved_range(record, expected_seq, fence)
+            own = self._events[session_id]
+            types = (
+                None if gap is None else [e.type for e in own[gap[0] - record.inherited : gap[1] - record.inherited]]
+            )
+            planned = plan_append(record, events, expected_seq, fence, interleaved=types)
+            own.extend(planned.events)
             self._records[session_id] = planned.record
             return planned.events
 

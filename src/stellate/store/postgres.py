@@ -38,7 +38,7 @@ from stellate.errors import (
     UsageError,
 )
 from stellate.log.events import Event, NewEvent
-from stellate.store._batch import Fence, KnownHeads, PlannedAppend, plan_append
+from stellate.store._batch import Fence, KnownHeads, PlannedAppend, interleaved_range, plan_append
 from stellate.store._sql import (
     SELECTED_COLUMNS,
     SPACE_MIGRATION,
@@ -72,6 +72,7 @@ from stellate.store.pg_append import (
     event_columns,
 )
 from stellate.store.pg_history import append_history, read_history
+from stellate.store.pg_presence import GONE_SQL, Presence, presence_key
 from stellate.store.pg_signals import PostgresSignals
 from stellate.store.segments import StoredSegment
 from stellate.store.signals import LOG_CHANNEL
@@ -166,6 +167,7 @@ _LEASE = lease_sql("%s")
 _CLAIM = claim_sql("%s")
 _IN_SPACE = "WHERE id = %s AND space = %s"
 _LOCK_RECORD = f"{_SELECT_RECORD} {_IN_SPACE} FOR UPDATE"
+_SELECT_TYPES = "SELECT type FROM events WHERE session_id = %s AND seq >= %s AND seq < %s ORDER BY seq"
 # ON CONFLICT keeps a racing duplicate from aborting the transaction; no row back means the id is taken.
 _INSERT_RECORD = (
     f"INSERT INTO sessions ({', '.join(WRITTEN_COLUMNS)}, space)"
@@ -203,6 +205,7 @@ class PostgresStore(BaseStore):
         self._returned: weakref.WeakKeyDictionary[Connection, float] = weakref.WeakKeyDictionary()
         self.application_name = "stellate"
         """Names the pool's connections in ``pg_stat_activity`` (``stellate <schema>`` once open)."""
+        self._presence = Presence(url)
         self.signals: PostgresSignals = PostgresSignals(url, schema, self)
         """Signals to and from every process on this database and schema, over ``LISTEN``/``NOTIFY``."""
         self.history_bounds = HistoryBounds()
@@ -361,7 +364,13 @@ class PostgresStore(BaseStore):
             row = await (await conn.execute(_LOCK_RECORD, (session_id, self.space))).fetchone()
             if row is None:
                 raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
-            planned = plan_append(record_from_row(row), events, expected_seq, fence)
+            record = record_from_row(row)
+            gap = interleaved_range(record, expected_seq, fence)
+            types = None
+            if gap is not None:
+                found = await (await conn.execute(_SELECT_TYPES, (session_id, *gap))).fetchall()
+                types = [str(t) for (t,) in found]
+            planned = plan_append(record, events, expected_seq, fence, interleaved=types)
             await conn.execute(APPEND, append_params(session_id, planned, self.signals.name(LOG_CHANNEL)))
             if fence.release:
                 await conn.execute(_LEASE["release"], (session_id, fence.token))
@@ -415,6 +424,22 @@ class PostgresStore(BaseStore):
         record = record_from_row(row)
         self._heads.remember(self.space, record)  # the holder's first write can skip reading the row
         return record
+
+    async def _new_lease_token(self) -> str:
+        token = await super()._new_lease_token()
+        random, dot, stamp = token.partition(".")
+        return f"{random}{await self._presence.tag()}{dot}{stamp}"
+
+    async def _holder_is_gone(self, lease: Lease) -> bool:
+        """Gone when its process on this host ended, or when its database session (on any host) is gone."""
+        if await super()._holder_is_gone(lease):
+            return True
+        key = presence_key(lease.token)
+        if key is None or key == self._presence.key:
+            return False
+        async with self._connection("cannot check the lease holder") as conn:
+            row = await (await conn.execute(GONE_SQL, (key, key))).fetchone()
+        return bool(row and row[0])
 
     async def _renew_lease(self, session_id: SessionId, token: str, expires_at: int) -> bool:
         async with self._connection("cannot renew the lease", session_id=session_id) as conn:
@@ -510,6 +535,7 @@ class PostgresStore(BaseStore):
     async def close(self) -> None:
         """Stop the signal listener and close every pooled connection; safe to call twice."""
         await self.signals.close()
+        await self._presence.close()
         if self._pool is not None:
             pool, self._pool = self._pool, None
             await pool.close()

@@ -6,7 +6,7 @@ directly.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Protocol, runtime_checkable
 
 from stellate.log.events import Event, NewEvent
@@ -45,9 +45,15 @@ class Store(Protocol):
         ...
 
     async def acquire_lease(
-        self, session_id: SessionId, *, owner: str, ttl: float = DEFAULT_LEASE_TTL, wait: float = 0.0
+        self,
+        session_id: SessionId,
+        *,
+        owner: str,
+        ttl: float = DEFAULT_LEASE_TTL,
+        wait: float = 0.0,
+        on_wait: Callable[[Lease | None], None] | None = None,
     ) -> tuple[Lease, SessionRecord]:
-        """Take the session's lease (waiting up to ``wait`` seconds for a live one to end)."""
+        """Take the session's lease (waiting up to ``wait`` seconds for a live one to end; ``on_wait`` is told)."""
         ...
 
     async def renew_lease(self, session_id: SessionId, lease: Lease, *, ttl: float = DEFAULT_LEASE_TTL) -> Lease:

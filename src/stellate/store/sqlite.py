@@ -16,7 +16,7 @@ from typing import Any
 
 from stellate.errors import ConflictError, NotFoundError, SchemaError, StoreError, UsageError
 from stellate.log.events import Event, NewEvent
-from stellate.store._batch import Fence, PlannedAppend, plan_append
+from stellate.store._batch import Fence, PlannedAppend, interleaved_range, plan_append
 from stellate.store._history_sql import (
     entries_of,
     head_sql,
@@ -157,6 +157,7 @@ _SELECT_SEGMENTS = (
 )
 _INSERT_SEGMENT = "INSERT OR REPLACE INTO fold_segments (session_id, start_seq, end_seq, data) VALUES (?, ?, ?, ?)"
 _INSERT_HISTORY = "INSERT INTO event_history (space, id, time, kind, data) VALUES (?, ?, ?, ?, ?)"
+_SELECT_TYPES = "SELECT type FROM events WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq"
 _INSERT_EVENTS = f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) VALUES ({', '.join('?' * len(EVENT_COLUMNS))})"
 
 
@@ -293,7 +294,10 @@ class SqliteStore(BaseStore):
         row = db.execute(f"{_SELECT_RECORD} {_IN_SPACE}", (session_id, self.space)).fetchone()
         if row is None:
             raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
-        planned = plan_append(record_from_row(row), events, expected, fence)
+        record = record_from_row(row)
+        gap = interleaved_range(record, expected, fence)
+        types = [t for (t,) in db.execute(_SELECT_TYPES, (session_id, *gap))] if gap is not None else None
+        planned = plan_append(record, events, expected, fence, interleaved=types)
         db.executemany(_INSERT_EVENTS, event_rows(session_id, planned))
         db.execute(_UPDATE_STATE, (*state_update_row(planned.record), session_id))
         if fence.release:

@@ -39,7 +39,11 @@ class Anchor:
 
 @dataclass(frozen=True, slots=True, kw_only=True)
 class CompletedTurn:
-    """Fork at the source's last completed turn: for forks made from inside the source's own open turn."""
+    """Fork at the source as stored: its whole log, or up to its last completed turn while a turn is open.
+
+    For a fork without an anchor: from inside the source's own running turn (a tool), or beside a turn that
+    another task, process or worker runs.
+    """
 
 
 ForkPoint: TypeAlias = Boundary | Anchor | CompletedTurn

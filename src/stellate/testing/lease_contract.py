@@ -78,21 +78,56 @@ async def test_renewal_extends_a_held_lease(store: BaseStore) -> None:
 
 
 async def test_a_holders_writes_land_after_free_standing_events_of_others(store: BaseStore) -> None:
-    """Slot events another writer adds between two of the holder's writes stay; a stale expected seq is refused."""
+    """Slot events another writer adds between two of the holder's writes stay; the holder's batch lands after them.
+
+    It does so even from its stale head, and the events returned carry the seqs they got.
+    """
     Clock(store)
     await with_turns(store, "a", 1)
     lease, _ = await store.acquire_lease(S("a"), owner="holder", ttl=5)
     await store.append(S("a"), turn(2)[:2], lease=lease)
     await store.append(S("a"), [make_event("memory/put", {"content": "from elsewhere"})])
-    with pytest.raises(ConflictError) as info:
-        await store.append(S("a"), turn(2)[2:4], expected_seq=9, lease=lease)
-    assert info.value.code == "seq_conflict"
-    written = await store.append(S("a"), turn(2)[2:], lease=lease, release_lease=True)
-    assert [e.seq for e in written] == [10, 11, 12, 13]
+    await store.append(S("a"), [make_event("insight/put", {"content": "and this"})])
+    moved = await store.append(S("a"), turn(2)[2:4], expected_seq=9, lease=lease)
+    assert [e.seq for e in moved] == [11, 12]
+    written = await store.append(S("a"), turn(2)[4:], expected_seq=13, lease=lease, release_lease=True)
+    assert [e.seq for e in written] == [13, 14]
     record = await store.get_session(S("a"))
-    assert (record.next_seq, record.slots.memory, record.lease) == (14, "from elsewhere", None)
+    assert (record.next_seq, record.slots.memory, record.slots.insight, record.lease) == (
+        15,
+        "from elsewhere",
+        "and this",
+        None,
+    )
     types = [e.type for e in await store.read_events(S("a"), start=7)]
-    assert types == ["turn/start", "user/message", "memory/put", *(e.type for e in turn(2)[2:])]
+    assert types == ["turn/start", "user/message", "memory/put", "insight/put", *(e.type for e in turn(2)[2:])]
+
+
+async def test_a_holders_stale_head_past_a_turn_event_is_refused(store: BaseStore) -> None:
+    """Only free-standing events are looked past: a stale expected seq behind a turn's own events is a conflict."""
+    Clock(store)
+    await with_turns(store, "a", 1)
+    lease, _ = await store.acquire_lease(S("a"), owner="holder", ttl=5)
+    await store.append(S("a"), turn(2)[:2], lease=lease)
+    with pytest.raises(ConflictError) as info:
+        await store.append(S("a"), turn(2)[2:4], expected_seq=7, lease=lease)
+    assert info.value.code == "seq_conflict"
+    with pytest.raises(ConflictError):
+        await store.append(S("a"), turn(2)[2:4], expected_seq=10, lease=lease)  # ahead of the head
+    assert (await store.get_session(S("a"))).next_seq == 9
+
+
+async def test_free_standing_events_without_an_expected_seq_land_beside_a_holder(store: BaseStore) -> None:
+    """Slot events placed at the head (no expected seq) never meet a conflict while a holder writes its turn."""
+    Clock(store)
+    await with_turns(store, "a", 1)
+    lease, _ = await store.acquire_lease(S("a"), owner="holder", ttl=5)
+    steps = turn(2)
+    for i, event in enumerate(steps):
+        await store.append(S("a"), [make_event("memory/put", {"content": f"m{i}"})])
+        await store.append(S("a"), [event], expected_seq=7 + 2 * i, lease=lease)
+    record = await store.get_session(S("a"))
+    assert (record.next_seq, record.slots.memory, record.cursor.turn_open) == (7 + 2 * len(steps), "m5", False)
 
 
 async def test_a_holder_whose_lease_was_taken_is_fenced_out(store: BaseStore) -> None:

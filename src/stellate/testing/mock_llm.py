@@ -9,7 +9,8 @@ per-test script queue or a handler callback, and records every request body it r
         ...
         assert server.requests[-1].body["messages"][0]["role"] == "system"
 
-Faults: an error status with ``retry-after`` (`MockFailure`), a slow first byte and a connection dropped
+Faults: an error status with ``retry-after`` (`MockFailure`), llama.cpp's empty 200 stream for a request it
+fails (`MockFailure.empty_stream`, `MockFailure.context_overflow`), a slow first byte and a connection dropped
 mid-stream (`MockReply.first_byte_delay`, `MockReply.disconnect_after`), truncated tool-call JSON
 (`MockReply.truncate_tool_arguments`) and the odd chunks of OpenAI-compatible servers (`MockReply.quirks`).
 It uses only asyncio, so the library needs no web framework to test itself.
@@ -36,6 +37,7 @@ __all__ = ["MockFailure", "MockHandler", "MockLLMServer", "MockReply", "MockRequ
 _ROUTES: dict[str, Literal["openai", "anthropic"]] = {"/v1/chat/completions": "openai", "/v1/messages": "anthropic"}
 _OPENAI_FINISH = {"stop": "stop", "tool_calls": "tool_calls", "length": "length"}
 _ANTHROPIC_STOP = {"stop": "end_turn", "tool_calls": "tool_use", "length": "max_tokens"}
+_OPENAI_OVERFLOW = "context_length_exceeded"  # OpenAI's error code, which llama.cpp's server copies
 _ANTHROPIC_ERROR = {429: "rate_limit_error", 500: "api_error", 529: "overloaded_error"}
 
 
@@ -79,6 +81,24 @@ class MockFailure:
     """Value of the ``retry-after`` header, in seconds, if any."""
     first_byte_delay: float = 0.0
     """Seconds to wait before answering."""
+    code: str | None = None
+    """The error's ``code`` in an OpenAI body (``context_length_exceeded``); the status when omitted."""
+    empty_stream: bool = False
+    """A streamed request gets ``200`` and a stream that ends without any event instead of the error; only an
+    unstreamed request gets the error. llama.cpp's server answers a prompt over its context window this way."""
+
+    @classmethod
+    def context_overflow(cls, *, window: int = 2048, requested: int = 3000, empty_stream: bool = True) -> MockFailure:
+        """llama.cpp's answer to a prompt longer than its context window: 400 ``context_length_exceeded``.
+
+        Streamed, it is an empty 200 stream (``empty_stream``), as llama.cpp's server sends it.
+        """
+        message = (
+            f"This model's maximum context length is {window} tokens. However, you requested {requested} tokens "
+            f"({requested - 256} in the messages, 256 in the completion). "
+            "Please reduce the length of the messages or completion."
+        )
+        return cls(status=400, message=message, code=_OPENAI_OVERFLOW, empty_stream=empty_stream)
 
 
 MockStep: TypeAlias = MockReply | MockFailure
@@ -220,7 +240,10 @@ class MockLLMServer:
         step = await self._next_step(request)
         await asyncio.sleep(step.first_byte_delay)
         if isinstance(step, MockFailure):
-            await _write_failure(writer, request.api, step, keep=keep)
+            if step.empty_stream and request.stream:
+                await _write_stream(writer, [], None, keep=keep)
+            else:
+                await _write_failure(writer, request.api, step, keep=keep)
             return keep
         if step.disconnect_after is not None:
             if request.stream:
@@ -282,7 +305,8 @@ async def _write_failure(writer: asyncio.StreamWriter, api: str, failure: MockFa
         kind = _ANTHROPIC_ERROR.get(failure.status, "invalid_request_error")
         body: dict[str, Any] = {"type": "error", "error": {"type": kind, "message": failure.message}}
     else:
-        body = {"error": {"message": failure.message, "type": "mock_error", "code": failure.status}}
+        kind = "invalid_request_error" if failure.code else "mock_error"
+        body = {"error": {"message": failure.message, "type": kind, "code": failure.code or failure.status}}
     await _write_json(writer, failure.status, body, headers, keep=keep)
 
 

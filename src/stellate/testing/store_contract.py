@@ -279,11 +279,26 @@ async def test_fork_errors_have_stable_codes_and_create_nothing(store: BaseStore
 
 
 async def test_anchor_forks_at_the_end_of_the_anchored_turn(store: BaseStore) -> None:
-    """An anchor inside a finished turn forks at its turn/end; outside any turn, at the anchor itself."""
+    """An anchor forks at the first turn/end at or after it (before the first turn too); past the end, last turn."""
     await with_turns(store, "src", 2)
-    for at_seq, expected in [(3, 6), (6, 6), (0, 0), (8, 12), (None, 12), (500, 12)]:
+    for at_seq, expected in [(3, 6), (6, 6), (0, 6), (8, 12), (None, 12), (500, 12)]:
         child = await store.create_session(fork=ForkRequest(source_id=S("src"), point=Anchor(at_seq=at_seq)))
         assert child.fork_seq == expected, at_seq
+
+
+async def test_anchor_between_turns_takes_the_turn_after_it(store: BaseStore) -> None:
+    """A slot event between two turns anchors at the next turn's end; after the last turn, at the anchor."""
+    await with_turns(store, "src", 1)
+    await store.append(S("src"), [make_event("memory/put", {"content": "between"})])  # seq 7
+    await store.append(S("src"), turn(2))  # seqs 8..13
+    await store.append(S("src"), [make_event("memory/put", {"content": "after"})])  # seq 14
+    for at_seq, expected in [(7, 13), (14, 14)]:
+        child = await store.create_session(fork=ForkRequest(source_id=S("src"), point=Anchor(at_seq=at_seq)))
+        assert child.fork_seq == expected, at_seq
+    await store.append(S("src"), open_tool_turn(3))  # a turn runs after the slot event at 14
+    with pytest.raises(ForkError) as info:
+        await store.create_session(fork=ForkRequest(source_id=S("src"), point=Anchor(at_seq=14)))
+    assert info.value.code == "fork_unavailable"
 
 
 async def test_anchor_inside_an_open_turn_is_unavailable(store: BaseStore) -> None:

@@ -237,7 +237,7 @@ class ChatPage {
     this.messages.append(h('div', { class: 'msg user' }, h('div', { class: 'bubble', translate: 'no', text: content })));
     this.scrollDown();
     try {
-      await sse(`/sessions/${sid(this.id)}/turns`, {
+      await sse(`/sessions/${sid(this.id)}/turns?wait=true`, { // behind another writer's turn: wait, and say so
         method: 'POST', body: { content }, signal: turn.controller.signal,
         onEvent: (type, data) => this.onTurnEvent(turn, type, data),
       });
@@ -288,6 +288,11 @@ class ChatPage {
       const card = turn.cards.get(data.call.id);
       if (card) card.replaceWith(toolCard({ name: data.call.name, args: data.call.arguments, result: data.content,
         isError: data.is_error, duration: data.duration_ms }));
+    } else if (type === 'turn_waiting') {
+      const since = data.held_since ? new Date(data.held_since).toLocaleTimeString() : '?';
+      const holder = data.holder || t('chat.waitingUnknown');
+      this.messages.append(h('div', { class: 'msg note waiting', role: 'status',
+        text: t('chat.waiting', { holder, since, seconds: Math.round(data.wait_seconds) }) }));
     } else if (type === 'problem') {
       turn.problem = data;
     }
