@@ -37,9 +37,11 @@ __all__ = [
     "ProviderError",
     "SchemaError",
     "SessionBusyError",
+    "UNAVAILABLE_CODES",
     "StellateError",
     "StoreError",
     "UsageError",
+    "is_unavailable",
 ]
 
 
@@ -187,6 +189,7 @@ ERROR_CODES: dict[str, str] = {
     "bad_format": "data is not valid stellate data (non-JSON, unknown type, corrupt file)",
     "unknown_event_type": "an event type this stellate does not know and that is not marked ignorable",
     "store_error": "the store failed; nothing was written",
+    "store_unavailable": "the store cannot be reached (a database restart, a network cut); retry shortly",
     "seq_conflict": "another writer appended first; re-read the head and retry",
     "session_exists": "a session with this id already exists",
     "session_not_found": "no session has this id",
@@ -244,3 +247,11 @@ ERROR_CODES: dict[str, str] = {
     "invalid_address": "the host or port to listen on is not a valid address of this machine",
     "bind_refused": "the system refused to let `stellate serve` listen there (a privileged port?)",
 }
+
+#: Codes of a store that failed for now and may answer a retry: a lost connection, a lock held elsewhere.
+UNAVAILABLE_CODES = frozenset({"store_unavailable", "store_locked"})
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """Whether ``exc`` says the store cannot answer for now (retry with backoff), not that the request is wrong."""
+    return isinstance(exc, StoreError) and exc.code in UNAVAILABLE_CODES

@@ -35,3 +35,21 @@ def test_events_arrive_live_and_the_error_filter_shows_errors(server: ServerThre
     assert rows.count() == shown, "paused: nothing new is shown"
     page.get_by_role("button", name="Resume").click()
     poll(lambda: rows.first.get_attribute("data-type") == "insight_updated", what="the held event after resuming")
+
+
+def test_the_events_page_lists_recent_events_after_a_reload(server: ServerThread, page: Any) -> None:
+    agent = server.agents["default"]
+    session = server.run(agent.create_session(label="Remembered"))
+    server.run(agent.put_memory(session.id, "kept in the history"))
+    server.run(agent.events_recorded())
+    open_ui(page, server.url, "#/events")
+    rows = page.locator(".event-list li.event")
+    wanted = {"session_created", "memory_updated"}
+    poll(lambda: {r.get_attribute("data-type") for r in rows.all()} >= wanted, what="the kept events")
+    page.reload()
+    poll(lambda: rows.count() >= 2, what="the rows after a reload")
+    assert [r.get_attribute("data-type") for r in rows.all()][:2] == ["memory_updated", "session_created"]
+    assert "kept in the history" in rows.first.inner_text() and "Remembered" in rows.nth(1).inner_text()
+    server.run(agent.put_insight(session.id, "live after the reload"))
+    poll(lambda: rows.first.get_attribute("data-type") == "insight_updated", what="a live event after the reload")
+    assert rows.count() == 3, "the stream went on after the history without repeating it"

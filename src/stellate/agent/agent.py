@@ -30,6 +30,7 @@ from stellate.engine.events import (
     MemoryUpdated,
     SessionArchived,
     SessionCreated,
+    TextChunk,
     TurnEvent,
     TurnFinished,
     TurnResult,
@@ -180,9 +181,39 @@ class Agent:
         shared = self._share_events
         if shared is None:
             shared = not isinstance(store.signals, LocalSignals)
-        if shared and self._relay is None:
+        if shared:
+            self._outbox().share()
+
+    def _outbox(self) -> EventRelay:
+        if self._relay is None:
             self._relay = EventRelay(owner=self.owner, store=self.store, bus=self.events)
             self.events.add_hook(self._relay.send)
+        return self._relay
+
+    def record_history(self) -> None:
+        """Keep this agent's events (all but text chunks) in the store's event history from now on; idempotent.
+
+        The server does it for every space's agent: ``/v1/events`` serves that history and resumes from it.
+        """
+        self._outbox().record_history()
+
+    async def events_recorded(self) -> None:
+        """Return once the events published so far are in the event history (see `record_history`)."""
+        if self._relay is not None:
+            await self._relay.flushed()
+
+    async def text_chunks(self) -> AsyncIterator[tuple[int | None, TextChunk]]:
+        """Text chunks of running turns, each with the history id of the newest kept event published before it.
+
+        This agent's, and (with ``share_events``) other processes'; see `stellate.agent.relay.EventRelay.texts`.
+        """
+        if self._relay is not None:
+            async for item in self._relay.texts():
+                yield item
+            return
+        async for event in self.events.subscribe(["text"]):
+            if isinstance(event, TextChunk):
+                yield None, event
 
     async def close(self) -> None:
         """Wait for background consolidations, then close the store (if the agent opened it)."""

@@ -31,6 +31,9 @@ def build_parser() -> CommandParser:
     common = CommandParser(add_help=False)
     common.add_argument("--db", default=argparse.SUPPRESS, metavar="PATH", help="database file or store URL")
     common.add_argument("--config", default=argparse.SUPPRESS, metavar="FILE", help="TOML config file")
+    common.add_argument(
+        "--schema", default=argparse.SUPPRESS, metavar="NAME", help="PostgreSQL schema of the tables (made if missing)"
+    )
     parser = CommandParser(
         prog="stellate",
         description="Branching LLM conversations: a forest of sessions on an append-only event log.",

@@ -44,9 +44,11 @@ class Database:
     """Seconds to wait for another writer's turn on a session before giving up with ``session_busy``."""
     lease_ttl: float = _DEFAULT_LEASE_TTL
     """Seconds a session's lease lasts unless renewed: how long a dead writer's session stays blocked."""
+    schema: str | None = None
+    """PostgreSQL only: the schema of the tables (created if missing); None: the URL's ``search_path``."""
 
     @classmethod
-    def from_env(cls, location: str, env: Mapping[str, str]) -> Database:
+    def from_env(cls, location: str, env: Mapping[str, str], *, schema: str | None = None) -> Database:
         """A database whose timeouts (seconds) come from the environment.
 
         ``$STELLATE_LOCK_TIMEOUT``, ``$STELLATE_BUSY_TIMEOUT`` and ``$STELLATE_LEASE_TTL``.
@@ -54,6 +56,7 @@ class Database:
         _check_location(location)
         return cls(
             location=location,
+            schema=schema,
             lock_timeout=_seconds(env, "STELLATE_LOCK_TIMEOUT", _DEFAULT_LOCK_TIMEOUT),
             busy_timeout=_seconds(env, "STELLATE_BUSY_TIMEOUT", _DEFAULT_BUSY_TIMEOUT),
             lease_ttl=_seconds(env, "STELLATE_LEASE_TTL", _DEFAULT_LEASE_TTL, positive=True),
@@ -82,13 +85,18 @@ class Database:
         path = self.path
         return path is None or (path.is_file() and path.stat().st_size > 0)
 
+    def _digest(self) -> str:
+        """Names this database's files in the user's dirs (per schema: two deployments keep their own keys)."""
+        named = self.location if self.schema is None else f"{self.location}#schema={self.schema}"
+        return hashlib.sha256(named.encode()).hexdigest()[:16]
+
     @property
     def state_file(self) -> Path:
         """The state file: ``<db>.state.json`` beside a SQLite file, else one per URL in the user's state dir."""
         path = self.path
         if path is not None:
             return path.with_name(path.name + ".state.json")
-        digest = hashlib.sha256(self.location.encode()).hexdigest()[:16]
+        digest = self._digest()
         base = Path(os.environ.get("XDG_STATE_HOME") or Path.home() / ".local" / "state")
         return base / "stellate" / f"{digest}.json"
 
@@ -98,7 +106,7 @@ class Database:
         path = self.path
         if path is not None:
             return path.with_name(path.name + ".keys.json")
-        digest = hashlib.sha256(self.location.encode()).hexdigest()[:16]
+        digest = self._digest()
         base = Path(os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config")
         return base / "stellate" / f"keys-{digest}.json"
 
@@ -141,8 +149,14 @@ async def open_database(database: Database, *, create: bool = False, migrate: bo
 
 
 async def _open(database: Database, *, create: bool, migrate: bool) -> BaseStore:
+    if database.schema is not None and not database.url.startswith(("postgresql:", "postgres:")):
+        raise UsageError(f"a schema ({database.schema!r}) is for a PostgreSQL store, not {database.describe()}")
     if database.path is None:
         try:
+            if database.schema is not None:
+                from stellate.store.postgres import PostgresStore
+
+                return await PostgresStore.open(database.url, schema=database.schema)
             return await open_store(database.url)
         except ImportError as exc:  # the backend's extra (psycopg for postgresql://) is not installed
             raise UsageError(str(exc), code="missing_extra") from exc
@@ -165,7 +179,9 @@ async def _check_database_exists(database: Database, failure: StoreError) -> Non
     Raises:
         StoreError: ``store_not_found`` when the server answers that it has no such database.
     """
-    if failure.code != "store_error" or not database.location.startswith(("postgresql:", "postgres:")):
+    if failure.code not in ("store_error", "store_unavailable") or not database.location.startswith(
+        ("postgresql:", "postgres:")
+    ):
         return
     from stellate.store.pg_database import database_name, has_database
 

@@ -101,6 +101,7 @@ EXIT_STATUS: dict[str, int] = {
     "session_archived": 10,
     # 11: the store failed otherwise.
     "store_error": 11,
+    "store_unavailable": 11,
     "store_closed": 11,
     # 74 (sysexits EX_IOERR): a file could not be read or written.
     "io_error": 74,

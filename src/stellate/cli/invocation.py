@@ -19,6 +19,7 @@ from stellate.cli.settings import (
     fork_profiles,
     load_config,
     resolve_provider,
+    schema_name,
 )
 from stellate.llm import LLMAdapter
 from stellate.store import BaseStore
@@ -41,8 +42,9 @@ class Invocation:
         return value if isinstance(value, str) else None
 
     def database(self) -> Database:
-        """The database: ``--db``, ``$STELLATE_DB`` or ``./stellate.db``."""
-        return Database.from_env(database_location(self.option("db"), self.env), self.env)
+        """The database: ``--db``, ``$STELLATE_DB`` or ``./stellate.db``; its PostgreSQL schema (`schema_name`)."""
+        schema = schema_name(self.option("schema"), self.env, self.config())
+        return Database.from_env(database_location(self.option("db"), self.env), self.env, schema=schema)
 
     def config(self) -> ConfigFile:
         """The config file (read once)."""

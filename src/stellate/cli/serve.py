@@ -148,7 +148,8 @@ def describe_store(database: Database) -> str:
     if database.path is not None:
         return database.describe()
     scheme, _, rest = database.location.partition("://")
-    return f"{scheme}://{rest.rsplit('@', 1)[-1]}" if "@" in rest else database.location
+    where = f"{scheme}://{rest.rsplit('@', 1)[-1]}" if "@" in rest else database.location
+    return where if database.schema is None else f"{where} (schema {database.schema})"
 
 
 async def serve(inv: Invocation) -> int:

@@ -7,6 +7,7 @@ Config file (``--config``, else ``$STELLATE_CONFIG``, else ``~/.config/stellate/
     base_url = "https://api.deepseek.com/v1"
     api_key = "..."                # better: DEEPSEEK_API_KEY in the environment
     context_tokens = 64000
+    schema = "team_a"              # PostgreSQL only: the schema of this deployment's tables
 
     [profiles.expert]              # fork profiles for /fork --profile and the model's create_session
     system_prompt = "You are an expert in ${topic}."   # ${name} is filled from --var name=value
@@ -23,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, PositiveInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError
 
 from stellate.cli.providers import PROVIDERS, ProviderSettings
 from stellate.engine import ForkProfile
@@ -41,6 +42,7 @@ __all__ = [
     "fork_profiles",
     "load_config",
     "resolve_provider",
+    "schema_name",
 ]
 
 DEFAULT_DB = "stellate.db"
@@ -70,6 +72,8 @@ class ConfigFile(BaseModel):
     base_url: str | None = None
     api_key: str | None = None
     context_tokens: PositiveInt | None = None
+    pg_schema: str | None = Field(default=None, alias="schema")
+    """``schema`` in the file: the PostgreSQL schema of the tables (``--schema`` and ``$STELLATE_SCHEMA`` win)."""
     profiles: dict[str, ProfileEntry] = {}
 
 
@@ -85,6 +89,11 @@ class ProviderFlags:
 def database_location(flag: str | None, env: Mapping[str, str]) -> str:
     """The database: ``--db``, else ``$STELLATE_DB``, else ``./stellate.db`` (a path, or a store URL)."""
     return flag or env.get("STELLATE_DB") or DEFAULT_DB
+
+
+def schema_name(flag: str | None, env: Mapping[str, str], file: ConfigFile) -> str | None:
+    """The PostgreSQL schema: ``--schema``, else ``$STELLATE_SCHEMA``, else the config file's ``schema``."""
+    return flag or env.get("STELLATE_SCHEMA") or file.pg_schema or None
 
 
 def config_path(flag: str | None, env: Mapping[str, str]) -> tuple[Path, bool]:

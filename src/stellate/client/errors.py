@@ -42,6 +42,7 @@ _BY_CODE: dict[str, type[StellateError]] = {
     "store_locked": ConflictError,
     "turn_cancelled": ConflictError,
     "store_error": StoreError,
+    "store_unavailable": StoreError,
 }
 
 

@@ -20,6 +20,8 @@ __all__ = [
     "EventPage",
     "ForkBody",
     "Health",
+    "HistoryEventOut",
+    "HistoryPageOut",
     "Info",
     "LabelBody",
     "Lineage",
@@ -194,6 +196,28 @@ class EventPage(BaseModel):
     next_seq: int
     """The log's length when read; ask ``after=next_seq - 1`` for what comes next."""
     inherited: int
+
+
+class HistoryEventOut(BaseModel):
+    """One agent event of the space's event history."""
+
+    id: int
+    """Orders the space's history (1, 2, 3, ...); the SSE ``id`` of the same event on ``/v1/events``."""
+    type: str
+    time: int
+    """Epoch milliseconds when it was kept."""
+    data: dict[str, Any]
+    """The event as ``/v1/events`` sends it."""
+
+
+class HistoryPageOut(BaseModel):
+    """Some of the space's recent agent events, oldest first."""
+
+    events: list[HistoryEventOut]
+    last_id: int
+    """The newest id when read: stream ``/v1/events?after=last_id`` to go on live without a gap."""
+    next_after: int | None
+    """Ask ``after=next_after`` for the next page; None when this page reached ``last_id``."""
 
 
 class MessageOut(BaseModel):

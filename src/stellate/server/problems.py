@@ -86,6 +86,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "provider_not_configured": 503,
     "llm_error": 503,
     "store_error": 503,
+    "store_unavailable": 503,
     "internal_error": 500,
 }
 
@@ -162,7 +163,7 @@ def problem_response(
     """A ``application/problem+json`` response."""
     body = make_problem(code, detail, status, details)
     extra = dict(headers or {})
-    if code == "session_busy":
+    if code in ("session_busy", "store_unavailable"):
         extra.setdefault("Retry-After", str(RETRY_AFTER_BUSY))
     return JSONResponse(body.model_dump(), status_code=status, media_type="application/problem+json", headers=extra)
 

@@ -28,6 +28,7 @@ class Spaces:
     """
 
     def __init__(self, default: Agent, factory: AgentFactory | None = None) -> None:
+        default.record_history()  # /v1/events serves the space's event history
         self._agents: dict[str, Agent] = {DEFAULT_SPACE: default}
         self._factory = factory
 
@@ -42,6 +43,7 @@ class Spaces:
             if self._factory is None:
                 raise ProblemError("not_found", f"this server serves only the {DEFAULT_SPACE!r} space")
             agent = self._agents[space] = self._factory(space)
+            agent.record_history()
         return agent
 
     def agents(self) -> list[Agent]:

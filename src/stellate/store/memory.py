@@ -10,6 +10,16 @@ from stellate.errors import ConflictError, NotFoundError
 from stellate.log.events import Event, NewEvent
 from stellate.store._batch import Fence, PlannedAppend, interleaved_range, plan_append
 from stellate.store.base import BaseStore
+from stellate.store.history import (
+    HistoryBounds,
+    HistoryEntry,
+    HistoryPage,
+    HistoryWindow,
+    NewHistoryEntry,
+    pick,
+    prune_due,
+    signal_locally,
+)
 from stellate.store.segments import StoredSegment
 from stellate.store.types import Claim, Lease, SessionId, SessionRecord
 
@@ -27,6 +37,10 @@ class MemoryStore(BaseStore):
         self._lock = asyncio.Lock()
         self._segments_by_session: dict[SessionId, dict[tuple[int, int], StoredSegment]] = {}
         self._claims: dict[str, Claim] = {}
+        self._history: dict[str, list[HistoryEntry]] = {}
+        self._history_heads: dict[str, int] = {}
+        self.history_bounds = HistoryBounds()
+        """What the event history keeps (`stellate.store.history`)."""
 
     @classmethod
     async def open(cls, url: str = "memory://") -> MemoryStore:
@@ -149,6 +163,37 @@ class MemoryStore(BaseStore):
     async def _write_segment_rows(self, segments: Sequence[StoredSegment]) -> None:
         for segment in segments:
             self._segments_by_session.setdefault(segment.session_id, {})[segment.start, segment.end] = segment
+
+    async def append_history(self, entries: Sequence[NewHistoryEntry]) -> list[HistoryEntry]:
+        """Append rows to this space's event history (see `stellate.store.history.EventHistory`)."""
+        if not entries:
+            return []
+        now, bounds = self.clock(), self.history_bounds
+        async with self._lock:
+            rows = self._history.setdefault(self.space, [])
+            last = self._history_heads.get(self.space, 0)
+            added = [HistoryEntry(id=last + n, time=now, kind=e.kind, data=e.data) for n, e in enumerate(entries, 1)]
+            rows.extend(added)
+            self._history_heads[self.space] = added[-1].id
+            if prune_due(added[-1].id, len(added)):
+                window = HistoryWindow.of(None, None, added[-1].id, now, bounds)
+                rows[:] = [e for e in rows if e.id > window.low and e.time >= window.min_time]
+        signal_locally(self.signals, added[-1].id, self.space)
+        return added
+
+    async def read_history(
+        self,
+        *,
+        after: int | None = None,
+        before: int | None = None,
+        limit: int = 100,
+        kinds: Sequence[str] | None = None,
+    ) -> HistoryPage:
+        """This space's event history in an id range (see `stellate.store.history.EventHistory`)."""
+        last_id = self._history_heads.get(self.space, 0)
+        window = HistoryWindow.of(after, before, last_id, self.clock(), self.history_bounds)
+        rows = pick(self._history.get(self.space, []), window, limit, kinds, newest=after is None)
+        return HistoryPage(entries=rows, last_id=last_id)
 
     async def close(self) -> None:
         """Nothing to release."""

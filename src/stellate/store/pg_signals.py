@@ -20,11 +20,12 @@ import psycopg
 from psycopg import sql
 
 from stellate.errors import UsageError
+from stellate.store.history import HISTORY_CHANNEL
 from stellate.store.signals import LOG_CHANNEL, LocalSignals, Subscription
 
 __all__ = ["CHANNELS", "Notifier", "PostgresSignals", "channel_name"]
 
-CHANNELS = (LOG_CHANNEL, "events")
+CHANNELS = (LOG_CHANNEL, "events", HISTORY_CHANNEL)
 """Every channel a PostgreSQL store carries."""
 _HEALTH_SECONDS = 5.0  # how often an idle listener checks that its connection still answers
 _BACKOFF = (0.1, 0.2, 0.5, 1.0, 2.0)
@@ -71,6 +72,10 @@ class PostgresSignals:
         batch = list(payloads)
         if batch:
             await self._publisher.notify(self.name(channel), batch)
+
+    def deliver(self, channel: str, payloads: Iterable[str]) -> None:
+        """Hand payloads to this process's subscribers of ``channel`` now (other processes hear the ``NOTIFY``)."""
+        self._local.deliver(channel, payloads)
 
     async def subscribe(self, channels: Iterable[str]) -> Subscription:
         """Receive ``channels`` from every process; returns once the listener is listening."""

@@ -55,6 +55,14 @@ from stellate.store._sql import (
 )
 from stellate.store.base import BaseStore
 from stellate.store.digests import SessionDigest
+from stellate.store.history import (
+    HISTORY_CHANNEL,
+    HistoryBounds,
+    HistoryEntry,
+    HistoryPage,
+    NewHistoryEntry,
+    signal_locally,
+)
 from stellate.store.pg_append import (
     APPEND,
     INSERT_EVENTS,
@@ -63,6 +71,7 @@ from stellate.store.pg_append import (
     append_params,
     event_columns,
 )
+from stellate.store.pg_history import append_history, read_history
 from stellate.store.pg_presence import GONE_SQL, Presence, presence_key
 from stellate.store.pg_signals import PostgresSignals
 from stellate.store.segments import StoredSegment
@@ -139,6 +148,18 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE sessions ADD COLUMN turn_open BOOLEAN NOT NULL DEFAULT false;
     UPDATE sessions SET turn_open = true WHERE (cursor::json->>'turn_open')::boolean
     """,
+    # The event history (stellate.store.history): opaque rows per space, ids handed out by the space's head row.
+    """
+    CREATE TABLE event_history (
+        space TEXT NOT NULL,
+        id BIGINT NOT NULL,
+        time BIGINT NOT NULL,
+        kind TEXT NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (space, id)
+    );
+    CREATE TABLE event_history_heads (space TEXT PRIMARY KEY, last_id BIGINT NOT NULL)
+    """,
 )
 
 _SELECT_RECORD = f"SELECT {', '.join(SELECTED_COLUMNS)} FROM sessions"
@@ -187,6 +208,8 @@ class PostgresStore(BaseStore):
         self._presence = Presence(url)
         self.signals: PostgresSignals = PostgresSignals(url, schema, self)
         """Signals to and from every process on this database and schema, over ``LISTEN``/``NOTIFY``."""
+        self.history_bounds = HistoryBounds()
+        """What the event history keeps (`stellate.store.history`)."""
 
     @classmethod
     async def open(
@@ -472,6 +495,39 @@ class PostgresStore(BaseStore):
         async with self._connection("cannot store fold segments") as conn:
             await conn.execute(_INSERT_SEGMENTS, (*columns, [s.data for s in segments]))
 
+    async def append_history(self, entries: Sequence[NewHistoryEntry]) -> list[HistoryEntry]:
+        """Append rows to this space's event history (see `stellate.store.history.EventHistory`)."""
+        if not entries:
+            return []
+        channel, now = self.signals.name(HISTORY_CHANNEL), self.clock()
+        async with self._connection("cannot append to the event history") as conn:
+            added = await append_history(
+                conn, space=self.space, entries=entries, now=now, bounds=self.history_bounds, channel=channel
+            )
+        signal_locally(self.signals, added[-1].id, self.space)
+        return added
+
+    async def read_history(
+        self,
+        *,
+        after: int | None = None,
+        before: int | None = None,
+        limit: int = 100,
+        kinds: Sequence[str] | None = None,
+    ) -> HistoryPage:
+        """This space's event history in an id range (see `stellate.store.history.EventHistory`)."""
+        async with self._connection("cannot read the event history") as conn:
+            return await read_history(
+                conn,
+                space=self.space,
+                after=after,
+                before=before,
+                limit=limit,
+                kinds=kinds,
+                now=self.clock(),
+                bounds=self.history_bounds,
+            )
+
     async def _select(self, query: str, params: Sequence[Any]) -> list[TupleRow]:
         async with self._connection("read failed") as conn:
             return await (await conn.execute(query, params)).fetchall()
@@ -518,6 +574,7 @@ def _translate(exc: psycopg.Error | UnicodeEncodeError, what: str, where: str, *
             f"{what}: no usable connection to PostgreSQL at {where} ({text}); check that the server is running"
             " and reachable, that the URL's user, password and database are right, and that the pool's"
             " max_size fits the server's max_connections",
+            code="store_unavailable",
             **details,
         )
     return StoreError(f"{what}: {text}", **details)

@@ -17,6 +17,15 @@ from typing import Any
 from stellate.errors import ConflictError, NotFoundError, SchemaError, StoreError, UsageError
 from stellate.log.events import Event, NewEvent
 from stellate.store._batch import Fence, PlannedAppend, interleaved_range, plan_append
+from stellate.store._history_sql import (
+    entries_of,
+    head_sql,
+    prune_params,
+    prune_sql,
+    read_params,
+    read_sql,
+    upsert_head_sql,
+)
 from stellate.store._sql import (
     EVENT_COLUMNS,
     SELECTED_COLUMNS,
@@ -37,6 +46,15 @@ from stellate.store._sql import (
 )
 from stellate.store.base import BaseStore
 from stellate.store.digests import SessionDigest
+from stellate.store.history import (
+    HistoryBounds,
+    HistoryEntry,
+    HistoryPage,
+    HistoryWindow,
+    NewHistoryEntry,
+    prune_due,
+    signal_locally,
+)
 from stellate.store.segments import StoredSegment
 from stellate.store.sqlite_connections import SqliteConnections, Synchronous, WriteTransaction, translate
 from stellate.store.types import Claim, Lease, SessionId, SessionRecord
@@ -112,6 +130,18 @@ MIGRATIONS: tuple[str, ...] = (
     ALTER TABLE sessions ADD COLUMN turn_open INTEGER NOT NULL DEFAULT 0;
     UPDATE sessions SET turn_open = 1 WHERE json_extract(cursor, '$.turn_open')
     """,
+    # The event history (stellate.store.history): opaque rows per space, ids handed out by the space's head row.
+    """
+    CREATE TABLE event_history (
+        space TEXT NOT NULL,
+        id INTEGER NOT NULL,
+        time INTEGER NOT NULL,
+        kind TEXT NOT NULL,
+        data TEXT NOT NULL,
+        PRIMARY KEY (space, id)
+    ) WITHOUT ROWID;
+    CREATE TABLE event_history_heads (space TEXT PRIMARY KEY, last_id INTEGER NOT NULL) WITHOUT ROWID;
+    """,
 )
 
 _SELECT_RECORD = f"SELECT {', '.join(SELECTED_COLUMNS)} FROM sessions"
@@ -126,6 +156,7 @@ _SELECT_SEGMENTS = (
     "SELECT session_id, start_seq, end_seq, data FROM fold_segments WHERE session_id = ? AND end_seq <= ?"
 )
 _INSERT_SEGMENT = "INSERT OR REPLACE INTO fold_segments (session_id, start_seq, end_seq, data) VALUES (?, ?, ?, ?)"
+_INSERT_HISTORY = "INSERT INTO event_history (space, id, time, kind, data) VALUES (?, ?, ?, ?, ?)"
 _SELECT_TYPES = "SELECT type FROM events WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq"
 _INSERT_EVENTS = f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) VALUES ({', '.join('?' * len(EVENT_COLUMNS))})"
 
@@ -150,6 +181,8 @@ class SqliteStore(BaseStore):
         self._db = SqliteConnections(path, busy_timeout_ms=busy_timeout_ms, synchronous=synchronous)
         self._run = self._db.run
         self._run_short = self._db.run_short
+        self.history_bounds = HistoryBounds()
+        """What the event history keeps (`stellate.store.history`)."""
 
     @classmethod
     async def open(
@@ -296,6 +329,35 @@ class SqliteStore(BaseStore):
         with WriteTransaction(db):
             db.executemany(_INSERT_SEGMENT, rows)
 
+    def _append_history_sync(
+        self, db: sqlite3.Connection, entries: Sequence[NewHistoryEntry], now: int
+    ) -> list[HistoryEntry]:
+        with WriteTransaction(db):
+            last = int(db.execute(upsert_head_sql("?"), (self.space, len(entries))).fetchone()[0])
+            first = last - len(entries) + 1
+            added = [HistoryEntry(id=first + n, time=now, kind=e.kind, data=e.data) for n, e in enumerate(entries)]
+            db.executemany(_INSERT_HISTORY, [(self.space, e.id, e.time, e.kind, e.data) for e in added])
+            if prune_due(last, len(entries)):
+                db.execute(prune_sql("?"), prune_params(self.space, last, now, self.history_bounds))
+        return added
+
+    def _read_history_sync(
+        self,
+        db: sqlite3.Connection,
+        after: int | None,
+        before: int | None,
+        limit: int,
+        kinds: Sequence[str] | None,
+    ) -> HistoryPage:
+        head = self._select(db, head_sql("?"), (self.space,))
+        last_id = int(head[0][0]) if head else 0
+        window = HistoryWindow.of(after, before, last_id, self.clock(), self.history_bounds)
+        newest = after is None
+        query = read_sql("?", kinds=len(kinds or ()), newest=newest)
+        wanted = kinds is None or len(kinds) > 0  # ``IN ()`` is not portable SQL, and nothing could match
+        rows = self._select(db, query, read_params(self.space, window, kinds, limit)) if wanted else []
+        return HistoryPage(entries=entries_of(rows, newest=newest), last_id=last_id)
+
     # -- BaseStore primitives --------------------------------------------------------------------
 
     async def _insert_session(self, record: SessionRecord, planned: PlannedAppend | None) -> None:
@@ -376,6 +438,25 @@ class SqliteStore(BaseStore):
     async def _write_segment_rows(self, segments: Sequence[StoredSegment]) -> None:
         rows = [(s.session_id, s.start, s.end, s.data) for s in segments]
         await self._run(self._write_segments_sync, rows)
+
+    async def append_history(self, entries: Sequence[NewHistoryEntry]) -> list[HistoryEntry]:
+        """Append rows to this space's event history (see `stellate.store.history.EventHistory`)."""
+        if not entries:
+            return []
+        added = await self._run_short(self._append_history_sync, list(entries), self.clock())
+        signal_locally(self.signals, added[-1].id, self.space)
+        return added
+
+    async def read_history(
+        self,
+        *,
+        after: int | None = None,
+        before: int | None = None,
+        limit: int = 100,
+        kinds: Sequence[str] | None = None,
+    ) -> HistoryPage:
+        """This space's event history in an id range (see `stellate.store.history.EventHistory`)."""
+        return await self._run_short(self._read_history_sync, after, before, limit, kinds, writes=False)
 
     async def close(self) -> None:
         """Close the connections and stop the thread; safe to call twice."""

@@ -1,21 +1,17 @@
-"""The space as a whole: its live events, reflection, capabilities; and the server's health and info."""
+"""The space as a whole: reflection, capabilities; and the server's health and info (its events: `events`)."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Query, Request
-from sse_starlette import EventSourceResponse, ServerSentEvent
+from fastapi import APIRouter, Request
 
 from stellate import __version__
 from stellate.agent import Agent
 from stellate.server.models import Capabilities, Health, Info, ReflectBody, ReflectionOut
 from stellate.server.problems import problem_responses
 from stellate.server.spaces import DEFAULT_SPACE
-from stellate.server.sse import PING_SECONDS, json_text
 from stellate.server.state import CallerDep, server_state
-from stellate.server.turns import event_data
 
 __all__ = ["router"]
 
@@ -46,32 +42,6 @@ async def info(caller: CallerDep) -> Info:
         read_only=caller.principal.read_only,
         store=caller.server.store_name,
     )
-
-
-@router.get(
-    "/events",
-    tags=["space"],
-    responses={
-        **problem_responses(),
-        200: {
-            "description": "Server-sent events of the space: `event:` is the agent event's type (session_created, "
-            "session_forked, session_archived, turn_finished, memory_updated, insight_updated, error, ...).",
-            "content": {"text/event-stream": {"schema": {"type": "string"}}},
-        },
-    },
-)
-async def stream_agent_events(
-    caller: CallerDep,
-    types: Annotated[str | None, Query(max_length=500, description="comma-separated event types")] = None,
-) -> EventSourceResponse:
-    """The space's agent events from now on."""
-    wanted = [t.strip() for t in types.split(",") if t.strip()] if types else None
-    return EventSourceResponse(_agent_events(caller.agent, wanted), ping=PING_SECONDS)
-
-
-async def _agent_events(agent: Agent, types: list[str] | None) -> AsyncIterator[ServerSentEvent]:
-    async for event in agent.subscribe(types):
-        yield ServerSentEvent(data=json_text(event_data(event)), event=event.type)
 
 
 @router.post("/reflect", response_model=ReflectionOut, tags=["space"], responses=problem_responses(404, 503))

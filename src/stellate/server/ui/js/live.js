@@ -1,5 +1,6 @@
 // The space's live events (GET /v1/events over SSE), reconnecting, with a bounded history for the Events
-// page; and the forest as the pages share it, refreshed when the events say it changed.
+// page (loaded from the server's event history on start, so a reload still lists recent events; a reconnect
+// resumes after the last event id seen); and the forest as the pages share it, refreshed when events say so.
 
 import { api, allSessions, sse } from './api.js';
 
@@ -17,6 +18,7 @@ const FOREST_TYPES = new Set([
 
 export const live = {
   history: [],
+  lastId: null,
   listeners: new Set(),
   connected: false,
   statusListeners: new Set(),
@@ -37,9 +39,15 @@ export const live = {
     const run = async () => {
       while (!controller.signal.aborted) {
         try {
-          const opened = sse('/events?types=' + TYPES.join(','), {
+          if (this.lastId === null) await this.loadHistory();
+          const opened = sse(`/events?types=${TYPES.join(',')}&after=${this.lastId}`, {
             signal: controller.signal,
-            onEvent: (type, data) => this.dispatch(type, data),
+            lastEventId: this.lastId,
+            onEvent: (type, data, id) => {
+              if (id !== null && /^\d+$/.test(id)) this.lastId = Number(id);
+              if (type === 'reset') { this.loadHistory(); forest.refresh(); return; }
+              this.dispatch(type, data);
+            },
           });
           this.setConnected(true);
           forest.running.clear(); // a turn_finished missed while disconnected must not pulse forever
@@ -53,6 +61,14 @@ export const live = {
       }
     };
     run();
+  },
+
+  // The newest kept events, oldest first (what the Events page lists on open), and the id to go on after.
+  async loadHistory() {
+    const page = await api(`/events/history?limit=${HISTORY}&types=${TYPES.join(',')}`);
+    this.history = page.events.map((e) => ({ ...e.data, type: e.type, received: e.time }));
+    this.lastId = page.last_id;
+    for (const listener of this.statusListeners) listener(this.connected);
   },
 
   stop() {

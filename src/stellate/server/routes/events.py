@@ -1,0 +1,69 @@
+"""The space's agent events: live over SSE (resumable by ``Last-Event-ID``), and the recent ones as pages."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Query
+from sse_starlette import EventSourceResponse
+
+from stellate.server.history_stream import RESET_EVENT, history_of, tail_history
+from stellate.server.models import HistoryEventOut, HistoryPageOut
+from stellate.server.problems import problem_responses
+from stellate.server.sse import PING_SECONDS
+from stellate.server.state import CallerDep
+
+__all__ = ["router"]
+
+router = APIRouter(tags=["space"])
+
+_TYPES = Query(max_length=500, description="comma-separated event types")
+
+
+def _types(types: str | None) -> list[str] | None:
+    return [t.strip() for t in types.split(",") if t.strip()] if types else None
+
+
+@router.get(
+    "/events",
+    responses={
+        **problem_responses(503),
+        200: {
+            "description": "Server-sent events of the space: `event:` is the agent event's type (session_created, "
+            "session_forked, session_archived, turn_finished, memory_updated, insight_updated, error, ...) and `id:` "
+            "its id in the space's event history (text chunks, which are not kept, have none). Reconnect with "
+            f"`Last-Event-ID` to resume after the last event seen; a `{RESET_EVENT}` event says events were missed "
+            "(older than the history): reload what you show.",
+            "content": {"text/event-stream": {"schema": {"type": "string"}}},
+        },
+    },
+)
+async def stream_agent_events(
+    caller: CallerDep,
+    types: Annotated[str | None, _TYPES] = None,
+    after: Annotated[int | None, Query(ge=0, description="start after this history id (Last-Event-ID wins)")] = None,
+    last_event_id: Annotated[str | None, Header(max_length=20)] = None,
+) -> EventSourceResponse:
+    """The space's agent events from now on (or after a history id)."""
+    if last_event_id is not None and last_event_id.strip().isdigit():
+        after = int(last_event_id)
+    history_of(await caller.agent.store())  # a problem before the stream starts
+    return EventSourceResponse(tail_history(caller.agent, after, _types(types)), ping=PING_SECONDS)
+
+
+@router.get("/events/history", response_model=HistoryPageOut, responses=problem_responses(503))
+async def list_agent_events(
+    caller: CallerDep,
+    after: Annotated[int | None, Query(ge=0, description="only events with a greater id, oldest first")] = None,
+    before: Annotated[int | None, Query(ge=1, description="only events with a smaller id")] = None,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    types: Annotated[str | None, _TYPES] = None,
+) -> HistoryPageOut:
+    """The space's recent agent events: after ``after`` (oldest first), else the newest ``limit`` of them."""
+    history = history_of(await caller.agent.store())
+    page = await history.read_history(after=after, before=before, limit=limit, kinds=_types(types))
+    events = [HistoryEventOut(id=e.id, type=e.kind, time=e.time, data=json.loads(e.data)) for e in page.entries]
+    last_seen = events[-1].id if events else after
+    more = after is not None and len(events) == limit and last_seen is not None and last_seen < page.last_id
+    return HistoryPageOut(events=events, last_id=page.last_id, next_after=last_seen if more else None)
