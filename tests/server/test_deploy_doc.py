@@ -51,7 +51,7 @@ def test_two_workers_as_the_deploy_doc_shows(new_database: str, tmp_path: Path) 
     assert documented in block.code
     script = with_free_ports(block.code.replace(documented, f'export STELLATE_DB="{new_database}"'))
     env = {**os.environ, "HOME": str(tmp_path)}
-    done = subprocess.run(["bash", "-e", "-c", script], capture_output=True, text=True, timeout=120, env=env)
+    done = subprocess.run(["bash", "-e", "-c", script], capture_output=True, text=True, timeout=100, env=env)
     assert done.returncode == 0, done.stderr
     name = new_database.rsplit("/", 1)[1]
     assert f'created database "{name}"' in done.stdout

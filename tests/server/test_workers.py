@@ -147,7 +147,7 @@ def turn_ends(events: list[Event]) -> list[tuple[int, str]]:
 
 async def test_turns_through_any_worker_never_overlap_and_lose_nothing(start_worker: Any, store: BaseStore) -> None:
     workers = [await start_worker(), await start_worker()]
-    async with httpx.AsyncClient(timeout=120) as client:
+    async with httpx.AsyncClient(timeout=90) as client:
         sessions = [await create_session(client, workers[0], f"s{n}") for n in range(2)]
         jobs = [run_turn(client, workers[n % 2], sessions[(n // 2) % 2], f"turn {n}") for n in range(12)]
         results = await asyncio.gather(*jobs)
@@ -249,7 +249,7 @@ async def test_consolidation_every_n_turns_runs_once_per_trigger_across_workers(
     start_worker: Any, store: BaseStore
 ) -> None:
     workers = [await start_worker("--consolidate-every", "2"), await start_worker("--consolidate-every", "2")]
-    async with httpx.AsyncClient(timeout=120) as client:
+    async with httpx.AsyncClient(timeout=90) as client:
         sid = await create_session(client, workers[0], "consolidated")
         for n in range(6):  # turns alternate between the workers
             await run_turn(client, workers[n % 2], sid, f"turn {n}")
