@@ -15,8 +15,8 @@ window never loads the tokenizer. Once it is loaded in the process, new estimato
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from stellate.llm.tokens import (
     ByteBoundCounter,
@@ -31,9 +31,6 @@ from stellate.session.context import build_prefix
 from stellate.session.history import History
 from stellate.session.types import Language
 
-if TYPE_CHECKING:
-    from collections.abc import Sequence
-
 __all__ = ["PromptEstimator", "SentEstimate"]
 
 
@@ -44,6 +41,8 @@ class SentEstimate:
     tokens: int
     exact: bool
     """Made by the exact counter (False: by the byte bound)."""
+    messages: Sequence[Message]
+    """The prompt's messages (counted again exactly if the estimator becomes exact before the next call)."""
 
 
 class PromptEstimator:
@@ -64,6 +63,9 @@ class PromptEstimator:
         """False while the estimates are the byte bound (the tokenizer not loaded for this session yet)."""
         self._language = language
         self._calibration = 0
+        """Provider's count minus the estimate, for the last call (made by the current counter)."""
+        self._last: tuple[SentEstimate, int] | None = None
+        """The last call's estimate and the provider's count, while the estimator is bounded."""
 
     def weigh(self, message: Message) -> int:
         """The token count of one message (the weight the history's fold keeps summed)."""
@@ -82,23 +84,26 @@ class PromptEstimator:
             return
         self.counter = CachingTokenCounter(default_token_counter())
         self.is_exact = True
-        # An offset measured against the bound is a lower bound of the offset against the exact count (the exact
-        # count of that prompt was at most its bound) when positive, and says nothing when negative.
-        self._calibration = max(self._calibration, 0)
         history.reweigh(self.weigh, self.weigh_key)
+        if self._last is not None:  # the offset the exact counter would have learnt from the last call
+            sent, provider_tokens = self._last
+            self._calibration, self._last = provider_tokens - self.counter.count(sent.messages), None
 
     def calibrate(self, offset: int) -> None:
         """Set how far the estimate was from the provider's count for the last call (0 after a compaction)."""
-        self._calibration = offset
+        self._calibration, self._last = offset, None
 
-    def sent(self, history: History) -> SentEstimate:
-        """The estimate of the prompt about to be sent (its history is ``history``), before the call."""
-        return SentEstimate(self.heuristic(history), self.is_exact)
+    def sent(self, history: History, messages: Sequence[Message]) -> SentEstimate:
+        """The estimate of the prompt about to be sent (``messages``, built from ``history``), before the call."""
+        return SentEstimate(self.heuristic(history), self.is_exact, messages)
 
     def learn(self, sent: SentEstimate, provider_tokens: int) -> None:
         """Calibrate on the provider's count of a prompt estimated as ``sent``."""
-        offset = provider_tokens - sent.tokens
-        self._calibration = offset if sent.exact or not self.is_exact else max(offset, 0)
+        if sent.exact == self.is_exact:
+            self._calibration = provider_tokens - sent.tokens
+            self._last = None if sent.exact else (sent, provider_tokens)
+        else:  # became exact during the call: count the sent prompt exactly
+            self._calibration, self._last = provider_tokens - self.counter.count(sent.messages), None
 
     def heuristic(self, history: History) -> int:
         """The token counter's estimate of the next call's prompt, kept incrementally (O(1) in the history)."""

@@ -194,7 +194,7 @@ class Turn:
         self._partial = []
         self._insight_sent = history.slots.insight
         messages = build_context(history, session.runtime.language)
-        self._sent = session.estimator.sent(history)
+        self._sent = session.estimator.sent(history, messages)
         return LLMRequest(
             messages=messages, tools=tuple(tools), max_output_tokens=session.runtime.max_output_tokens, output=output
         )
