@@ -3,15 +3,12 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
 import importlib
-import inspect
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 
 from stellate import __version__
-from stellate.cli.console import make_consoles
 from stellate.cli.exit_codes import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_STATUS, error_line, exit_status
 from stellate.cli.parsing import CommandParser
 from stellate.errors import StellateError
@@ -67,15 +64,18 @@ def build_parser(argv: Sequence[str] | None = None) -> CommandParser:
 
 def run(argv: Sequence[str] | None = None) -> int:
     """Run the command with ``argv`` (default: the process's arguments) and return its exit status."""
-    consoles = make_consoles()
     try:
         args = build_parser(sys.argv[1:] if argv is None else argv).parse_args(argv)
-        from stellate.cli.invocation import Invocation  # the store and the config file: not for --help
+        # Imported once the command is known: rich, asyncio, the store and the config file are not for --help.
+        from stellate.cli.console import make_consoles
+        from stellate.cli.invocation import Invocation
 
-        invocation = Invocation(args, consoles, os.environ)
+        invocation = Invocation(args, make_consoles(), os.environ)
         invocation.check_named_config()
         result = args.handler(invocation)
-        if inspect.iscoroutine(result):
+        if isinstance(result, Coroutine):
+            import asyncio
+
             result = asyncio.run(result)
         return int(result)
     except StellateError as exc:
