@@ -49,6 +49,20 @@ E2E = {
     "agents": "Agents SDK + OpenAIChatCompletionsModel",
 }
 
+FRESH = {
+    "stellate": "stellate: first turn of a fresh process",
+    "langgraph": "LangGraph: first turn of a fresh process",
+    "agents": "Agents SDK: first turn of a fresh process",
+}
+FRESH_IMPORTS = {
+    "stellate": "stellate: its imports (Agent, SqliteStore)",
+    "langgraph": "LangGraph: its imports (SqliteSaver, graph)",
+    "agents": "Agents SDK: its imports (Runner, SQLiteSession)",
+}
+CLI_HELP = "stellate --help (whole process)"
+CLI_LIST = "stellate sessions list (whole process)"
+CLI_FLOOR = "floor: python -c 'import sqlite3, pydantic'"
+
 SERVER_P50 = "p50 per-turn latency, ms"
 SERVER_P99 = "p99 per-turn latency, ms"
 SERVER_RATE = "throughput, turns/s"
@@ -109,6 +123,10 @@ class Sizes:
     k_cold_peer: int = 5
     b8_h: tuple[int, ...] = (100, 1000)
     k_e2e: int = 20
+    b9_h: int = 100
+    """B9: prior turns of the session a fresh process takes its first turn on."""
+    k_fresh: int = 10
+    """B9: fresh processes per case (each one first turn, or one CLI command of each kind)."""
 
 
 FULL = Sizes((100, 1000, 10000), (1000, 10000, 100000), 100000, 10000, 50, 20, 10, 200, 8, 5, 3, 5)
@@ -132,6 +150,7 @@ QUICK = Sizes(
     k_cold=5,
     k_cold_peer=3,
     k_e2e=5,
+    k_fresh=5,
 )
 SMOKE = Sizes(
     (3,),
@@ -153,6 +172,8 @@ SMOKE = Sizes(
     k_cold_peer=1,
     b8_h=(3,),
     k_e2e=2,
+    b9_h=3,
+    k_fresh=1,
 )
 
 #: B6's mock model answers after this many milliseconds.
@@ -270,6 +291,18 @@ def _b8(sizes: Sizes) -> list[Case]:
     return cases
 
 
+def _b9(sizes: Sizes) -> list[Case]:
+    """A fresh process: each system's first turn at H, and the CLI's start (issue 22)."""
+    h, params = sizes.b9_h, {"h": sizes.b9_h, "k": sizes.k_fresh}
+    cases = []
+    for system, label in FRESH.items():
+        needs = ("peers",) if system in PEERS else ()
+        rows = {"first": label, "imports": FRESH_IMPORTS[system]}
+        cases.append(Case("B9", h, f"fresh.{system}", params, rows, needs=needs))
+    cli_rows = {"help": CLI_HELP, "list": CLI_LIST, "floor": CLI_FLOOR}
+    return [*cases, Case("B9", h, "fresh.cli", params, cli_rows)]
+
+
 def _diagnostic(case: Case) -> bool:
     return case.case == "raw.b1_shape" or bool(case.params.get("real"))
 
@@ -287,6 +320,8 @@ def cases(sizes: Sizes, benches: set[str]) -> list[Case]:
         out += _b4(sizes)
     if "B8" in benches:
         out += _b8(sizes)
+    if "B9" in benches:
+        out += _b9(sizes)
     if "B5" in benches or "B5-TURN" in benches:
         out += _b1("B5-turn", "pg", sizes)
     if "B5" in benches or "B5-FORK" in benches:

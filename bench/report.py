@@ -23,6 +23,7 @@ TITLES = {
     "B6": "B6 — turns through HTTP (`stellate.server`, SQLite, mock model answering in 50 ms; C = concurrent sessions)",
     "B6-streams": "B6 — the space's event stream (SSE) held by N clients at once; one event fanned out to all",
     "B8": "B8 — end to end, real OpenAI-compatible clients against the loopback mock (ms per turn; H = prior turns)",
+    "B9": "B9 — a fresh process: its imports, its first turn, the CLI's start (ms; H = prior turns)",
 }
 AXIS = {
     "B1": "H",
@@ -34,6 +35,7 @@ AXIS = {
     "B6": "C",
     "B6-streams": "N",
     "B8": "H",
+    "B9": "H",
 }
 
 
@@ -169,6 +171,17 @@ B8_RATIOS = [
     (f"{name}: CPU / bare httpx CPU", f"{P.E2E[system]} (CPU)", f"{P.E2E['httpx_floor']} (CPU)")
     for system, name in (("stellate", "stellate"), ("langgraph", "LangGraph"), ("agents", "Agents SDK"))
 ]
+B9_RATIOS = [
+    ("stellate first turn / Agents SDK's", P.FRESH["stellate"], P.FRESH["agents"]),
+    ("stellate first turn / LangGraph's", P.FRESH["stellate"], P.FRESH["langgraph"]),
+    ("stellate --help / floor", P.CLI_HELP, P.CLI_FLOOR),
+    ("stellate sessions list / floor", P.CLI_LIST, P.CLI_FLOOR),
+]
+FRESH_NOTE = [
+    "",
+    "Each cell: the median over K new interpreters (one first turn, or one command, each). A first turn opens the",
+    "store and runs one turn after the imports; the CLI rows are whole processes, start to exit.",
+]
 B5_RATIOS = [
     ("LangGraph (PG) / stellate", P.LANGGRAPH_PG, P.STELLATE),
     ("Agents SDK (PG) / stellate", P.AGENTS_PG, P.STELLATE),
@@ -217,14 +230,24 @@ def render(t: Tables) -> list[str]:
         if t.xs(bench):
             lines += ["", *t.timing(bench), *t.ratios(bench, FORK_RATIOS), *t.sizes(bench, "bytes", "growth")]
             lines += FORK_NOTE
-    if t.xs("B8"):
-        lines += ["", *t.timing("B8"), *t.ratios("B8", B8_RATIOS)]
     for bench, unit in (("B3", "event"), ("B4", "session")):
         if t.xs(bench):
             lines += ["", *_per_item(t, bench, unit)]
-    for bench in ("B6", "B6-streams"):
+    return lines + _timings_with_notes(t)
+
+
+def _timings_with_notes(t: Tables) -> list[str]:
+    """B8 and B9 (timings and ratios), then B6 (timings): each with its note."""
+    lines: list[str] = []
+    shown = (
+        ("B8", B8_RATIOS, []),
+        ("B9", B9_RATIOS, FRESH_NOTE),
+        ("B6", [], SERVER_NOTE),
+        ("B6-streams", [], SERVER_NOTE),
+    )
+    for bench, pairs, note in shown:
         if t.xs(bench):
-            lines += ["", *t.timing(bench), *SERVER_NOTE]
+            lines += ["", *t.timing(bench), *t.ratios(bench, pairs), *note]
     return lines
 
 

@@ -172,6 +172,30 @@ def _goal_rows(t: Tables) -> list[Verdict]:
         top, floor = _cells(t, "B8", label[0], label[1], b8[-1])
         name = f"6. CPU per turn through OpenAIAdapter at H={b8[-1]:,} within {E2E_FACTOR}× of bare httpx"
         out.append(_at_most(name, top, floor, E2E_FACTOR))
+    return out + _fresh_rows(t)
+
+
+FRESH_CLI_FACTOR = 1.5
+
+
+def _fresh_rows(t: Tables) -> list[Verdict]:
+    """Issue 22, goal 3: a fresh process's first turn, and the CLI's start."""
+    xs = t.xs("B9")
+    if not xs:
+        return []
+    x, out = xs[-1], []
+    ours = t.get("B9", P.FRESH["stellate"], x)
+    peers = [(c.ms, label.split(":")[0]) for s in P.PEERS if (c := t.get("B9", label := P.FRESH[s], x))]
+    name = f"i22-3. first turn of a fresh process at H={x:,} no slower than the fastest peer's"
+    if ours and peers:
+        best, who = min(peers)
+        out.append(Verdict(name, f"{fmt(ours.ms)} vs {who} {fmt(best)} ms", ours.ms <= best))
+    else:
+        out.append(Verdict(name, "not run", None))
+    floor = t.get("B9", P.CLI_FLOOR, x)
+    for label in (P.CLI_HELP, P.CLI_LIST):
+        name = f"i22-3. {label.split(' (')[0]} within {FRESH_CLI_FACTOR}× of the floor (import sqlite3, pydantic)"
+        out.append(_at_most(name, t.get("B9", label, x), floor, FRESH_CLI_FACTOR))
     return out
 
 

@@ -27,6 +27,7 @@ MODULES = {
     "agents": "bench.agents_cases",
     "e2e": "bench.e2e_cases",
     "server": "bench.server_cases",
+    "fresh": "bench.fresh_cases",
 }
 
 

@@ -27,7 +27,7 @@ from bench.worker import run_case
 
 ROOT = Path(__file__).resolve().parents[2]
 IN_CI = os.environ.get("CI", "").lower() == "true"
-CASES = plan.cases(plan.SMOKE, {"B1", "B2", "B3", "B4", "B5", "B6", "B8"})
+CASES = plan.cases(plan.SMOKE, {"B1", "B2", "B3", "B4", "B5", "B6", "B8", "B9"})
 
 
 def _id(case: plan.Case) -> str:
@@ -123,3 +123,22 @@ def test_report_puts_ratios_of_the_same_run_next_to_the_cells() -> None:
     text = "\n".join(render(Tables(aggregate(samples))))
     assert "| **ratio:** LangGraph / stellate | 15.0× |" in text
     assert "| **ratio:** stellate / raw floor | 4.00× |" in text
+
+
+def test_b9_judges_the_fresh_first_turn_against_the_fastest_peer_and_the_cli_against_the_floor() -> None:
+    def samples(ours: float, cli: float) -> dict[tuple[str, str, int], list[dict[str, Any]]]:
+        cells = {
+            plan.FRESH["stellate"]: ours,
+            plan.FRESH["agents"]: 35.0,
+            plan.FRESH["langgraph"]: 120.0,
+            plan.CLI_HELP: cli,
+            plan.CLI_LIST: cli,
+            plan.CLI_FLOOR: 100.0,
+        }
+        return {("B9", label, 100): [{"ms": [ms]}] for label, ms in cells.items()}
+
+    def fresh_verdicts(ours: float, cli: float) -> list[bool | None]:
+        return [v.ok for v in verdicts(Tables(aggregate(samples(ours, cli)))) if v.name.startswith("i22-3.")]
+
+    assert fresh_verdicts(20.0, 140.0) == [True, True, True]
+    assert fresh_verdicts(250.0, 700.0) == [False, False, False]

@@ -13,6 +13,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from stellate import observability
+from stellate.agent._locks import KeyedLocks
 from stellate.agent.bus import EventBus
 from stellate.engine.events import ConsolidationDone, ErrorRaised, MemoryUpdated
 from stellate.errors import StellateError
@@ -43,7 +44,7 @@ class Consolidator:
         self._store = store
         self._events = events
         self._owner = owner
-        self._locks: dict[str, asyncio.Lock] = {}
+        self._locks = KeyedLocks()
         self._tasks: set[asyncio.Task[None]] = set()
 
     @staticmethod
@@ -56,7 +57,7 @@ class Consolidator:
         every = self.every
         if every is None or not self._is_due(session, every, session.history.consolidated_turn):
             return
-        if self._locks.setdefault(session.id, asyncio.Lock()).locked():
+        if self._locks.is_locked(session.id):
             return
         task = asyncio.get_running_loop().create_task(self._once(session, every))
         self._tasks.add(task)
@@ -64,7 +65,7 @@ class Consolidator:
 
     async def consolidate(self, session: Session) -> str:
         """Consolidate now and return the new memory; raises what the consolidation raises."""
-        async with self._locks.setdefault(session.id, asyncio.Lock()):
+        async with self._locks.hold(session.id):
             with observability.consolidation_span(session.id) as span:
                 memory = await session.consolidate()
                 span.record({"stellate.turn": session.history.consolidated_turn})

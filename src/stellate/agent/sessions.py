@@ -1,14 +1,16 @@
 """The sessions an agent keeps live between calls, and the runtime each one is opened with.
 
 A live session mirrors its log in memory, so its next turn never rereads the store. The cache is bounded
-(`SESSION_CACHE_SIZE`): a session dropped from it is simply reopened from the store on its next use.
+(`SESSION_CACHE_SIZE`): a session dropped from it is simply reopened from the store on its next use. So are the
+configs kept beside it (`LIVE_CONFIG_CACHE_SIZE`), which only hold what a session's frozen config cannot give
+back (issue 22).
 """
 
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
-from typing import Protocol
+from collections.abc import Awaitable, Callable, Mapping
+from typing import Any, Protocol
 
 from stellate.agent.runtime import Registries
 from stellate.engine.config import SessionConfig
@@ -17,10 +19,13 @@ from stellate.session.session import Session
 from stellate.session.types import Durability, Language, SessionRuntime
 from stellate.store import BaseStore, SessionId, SessionRecord
 
-__all__ = ["SESSION_CACHE_SIZE", "AgentSettings", "SessionCache"]
+__all__ = ["LIVE_CONFIG_CACHE_SIZE", "SESSION_CACHE_SIZE", "AgentSettings", "SessionCache"]
 
 #: Sessions whose in-memory history the agent keeps between calls.
 SESSION_CACHE_SIZE = 256
+#: Configs holding live objects (functions, adapters) that the agent keeps for sessions it opens later. A session
+#: whose config was forgotten runs with what its frozen config names, as after a restart.
+LIVE_CONFIG_CACHE_SIZE = 1024
 
 
 class AgentSettings(Protocol):
@@ -47,8 +52,9 @@ class SessionCache:
         self._settings = settings
         self._store = store
         self._sessions: OrderedDict[str, Session] = OrderedDict()
-        # Configs holding live objects (functions, adapters) that the frozen config cannot give back.
-        self._live: dict[str, SessionConfig] = {}
+        # Configs holding live objects (functions, adapters) that the frozen config cannot give back, least
+        # recently used first.
+        self._live: OrderedDict[str, SessionConfig] = OrderedDict()
 
     async def get(self, session_id: str, *, fresh: bool = True) -> Session:
         """The session, from the cache when it is there.
@@ -89,24 +95,27 @@ class SessionCache:
             idle = [sid for sid, cached in self._sessions.items() if cached.lease is None]
             for sid in idle[: len(self._sessions) - SESSION_CACHE_SIZE]:
                 del self._sessions[sid]
-        if config is not None:
-            self._live[session.id] = config
+        if config is not None and config != self._rebuilt(session.history.slots.config):
+            self.remember_config(session.id, config)
 
     def remember_config(self, session_id: str, config: SessionConfig) -> None:
-        """Keep the config of a session not opened yet, for when it is."""
-        self._live[session_id] = config
+        """Keep the config of a session not opened yet, for when it is (the least recently kept go first)."""
+        live = self._live
+        live[session_id] = config
+        live.move_to_end(session_id)
+        while len(live) > LIVE_CONFIG_CACHE_SIZE:
+            live.popitem(last=False)
+
+    def _rebuilt(self, frozen: Mapping[str, Any]) -> SessionConfig:
+        return self._settings.registries.config_from_frozen(self._settings.defaults, frozen)
 
     def config_of(self, session: Session) -> SessionConfig:
         """The session's config: the live one it was opened with, else rebuilt from its frozen config."""
-        return self._live.get(session.id) or self._settings.registries.config_from_frozen(
-            self._settings.defaults, session.history.slots.config
-        )
+        return self._live.get(session.id) or self._rebuilt(session.history.slots.config)
 
     def config_of_record(self, record: SessionRecord) -> SessionConfig:
         """Like `config_of`, for a session known by its record."""
-        return self._live.get(record.id) or self._settings.registries.config_from_frozen(
-            self._settings.defaults, record.slots.config
-        )
+        return self._live.get(record.id) or self._rebuilt(record.slots.config)
 
     def runtime(self, config: SessionConfig) -> SessionRuntime:
         """The runtime a session with ``config`` is opened with.

@@ -3,17 +3,13 @@
 from __future__ import annotations
 
 import argparse
-import asyncio
-import inspect
+import importlib
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Coroutine, Sequence
 
 from stellate import __version__
-from stellate.cli import chat, db, demo, keys, serve, sessions
-from stellate.cli.console import make_consoles
 from stellate.cli.exit_codes import EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_STATUS, error_line, exit_status
-from stellate.cli.invocation import Invocation
 from stellate.cli.parsing import CommandParser
 from stellate.errors import StellateError
 
@@ -26,8 +22,26 @@ _EPILOG = (
 )
 
 
-def build_parser() -> CommandParser:
-    """The whole command line."""
+#: Each command: the module that registers and runs it, and its line in ``stellate --help`` (the same as the
+#: module registers; tests/cli/test_cli_app.py checks it).
+_COMMANDS = {
+    "demo": ("stellate.cli.demo", "grow a small forest offline (scripted model, no API key)"),
+    "chat": ("stellate.cli.chat", "talk to a model in the terminal (resumes the last session)"),
+    "sessions": ("stellate.cli.sessions", "list, show, export, import, fork, rename and archive sessions"),
+    "db": ("stellate.cli.db", "the database: its path, schema migrations"),
+    "serve": ("stellate.cli.serve", "serve the REST + SSE API (pip install 'stellate[server]')"),
+    "keys": ("stellate.cli.keys", "API keys of `stellate serve`: create, list, revoke"),
+}
+
+
+def build_parser(argv: Sequence[str] | None = None) -> CommandParser:
+    """The whole command line; with ``argv``, only the commands it names are built in full.
+
+    A command's module imports what its handlers need (the agent, the store, rich's tables), which costs a fresh
+    process more than the rest of the command (issue 22): ``stellate --help`` imports none of them, and
+    ``stellate sessions list`` only ``stellate.cli.sessions``. Every other command is a placeholder with its
+    line of help, never run: a command named in ``argv`` is always built in full.
+    """
     common = CommandParser(add_help=False)
     common.add_argument("--db", default=argparse.SUPPRESS, metavar="PATH", help="database file or store URL")
     common.add_argument("--config", default=argparse.SUPPRESS, metavar="FILE", help="TOML config file")
@@ -42,20 +56,29 @@ def build_parser() -> CommandParser:
     )
     parser.add_argument("--version", action="version", version=f"stellate {__version__}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for module in (demo, chat, sessions, db, serve, keys):
-        module.add_parser(commands, common)
+    named = set(_COMMANDS) if argv is None else set(argv) & set(_COMMANDS)
+    for name, (module, line) in _COMMANDS.items():
+        if name in named:
+            importlib.import_module(module).add_parser(commands, common)
+        else:
+            commands.add_parser(name, help=line)
     return parser
 
 
 def run(argv: Sequence[str] | None = None) -> int:
     """Run the command with ``argv`` (default: the process's arguments) and return its exit status."""
-    consoles = make_consoles()
     try:
-        args = build_parser().parse_args(argv)
-        invocation = Invocation(args, consoles, os.environ)
+        args = build_parser(sys.argv[1:] if argv is None else argv).parse_args(argv)
+        # Imported once the command is known: rich, asyncio, the store and the config file are not for --help.
+        from stellate.cli.console import make_consoles
+        from stellate.cli.invocation import Invocation
+
+        invocation = Invocation(args, make_consoles(), os.environ)
         invocation.check_named_config()
         result = args.handler(invocation)
-        if inspect.iscoroutine(result):
+        if isinstance(result, Coroutine):
+            import asyncio
+
             result = asyncio.run(result)
         return int(result)
     except StellateError as exc:

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 try:
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 except ImportError as exc:  # pragma: no cover - exercised in a subprocess by tests/cli/test_app.py
     raise ImportError('the stellate command needs rich: pip install "stellate[cli]"') from exc
 
@@ -52,6 +51,8 @@ def progress_bar(console: Console, description: str) -> Iterator[Callable[[int, 
     if not console.is_terminal:
         yield _ignore
         return
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn  # ~20 ms
+
     with Progress(
         TextColumn("{task.description}"),
         BarColumn(),

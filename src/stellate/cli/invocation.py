@@ -6,23 +6,21 @@ import argparse
 import contextlib
 from collections.abc import AsyncIterator, Collection, Mapping
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from stellate.agent import Agent
-from stellate.cli.console import Consoles
-from stellate.cli.database import Database, open_database
-from stellate.cli.providers import ProviderSettings, adapter_or_placeholder
-from stellate.cli.settings import (
-    ConfigFile,
-    ProviderFlags,
-    config_path,
-    database_location,
-    fork_profiles,
-    load_config,
-    resolve_provider,
-    schema_name,
-)
-from stellate.llm import LLMAdapter
-from stellate.store import BaseStore
+from stellate.cli.database import Database
+from stellate.cli.locations import config_path, database_location
+
+if TYPE_CHECKING:
+    from stellate.agent import Agent
+    from stellate.cli.console import Consoles
+    from stellate.cli.providers import ProviderSettings
+    from stellate.cli.settings import ConfigFile
+    from stellate.llm import LLMAdapter
+    from stellate.store import BaseStore
+
+# The agent, the providers and the config file's schema are imported by the methods that need them: a command
+# that only reads the store (``sessions list``) starts without them (issue 22).
 
 __all__ = ["Invocation"]
 
@@ -43,12 +41,18 @@ class Invocation:
 
     def database(self) -> Database:
         """The database: ``--db``, ``$STELLATE_DB`` or ``./stellate.db``; its PostgreSQL schema (`schema_name`)."""
-        schema = schema_name(self.option("schema"), self.env, self.config())
+        schema = self.option("schema") or self.env.get("STELLATE_SCHEMA")
+        if schema is None and config_path(self.option("config"), self.env)[0].is_file():
+            from stellate.cli.settings import schema_name  # the config file's schema (read with pydantic)
+
+            schema = schema_name(None, self.env, self.config())
         return Database.from_env(database_location(self.option("db"), self.env), self.env, schema=schema)
 
     def config(self) -> ConfigFile:
         """The config file (read once)."""
         if self._config is None:
+            from stellate.cli.settings import load_config
+
             self._config = load_config(self.option("config"), self.env)
         return self._config
 
@@ -66,6 +70,8 @@ class Invocation:
 
     def provider(self) -> ProviderSettings:
         """The provider settings: flag > environment > config file."""
+        from stellate.cli.settings import ProviderFlags, resolve_provider
+
         flags = ProviderFlags(
             provider=self.option("provider"), model=self.option("model"), base_url=self.option("base_url")
         )
@@ -86,6 +92,10 @@ class Invocation:
         calls; memory is then not consolidated on archive (there is no model to do it, as when ``configured``
         is false).
         """
+        from stellate.agent import Agent
+        from stellate.cli.providers import adapter_or_placeholder
+        from stellate.cli.settings import fork_profiles
+
         if llm is None:
             llm, configured = adapter_or_placeholder(self.provider())
         return Agent(
@@ -104,9 +114,17 @@ class Invocation:
         self, *, create: bool = False, llm: LLMAdapter | None = None, builtin_tools: Collection[str] = ()
     ) -> AsyncIterator[tuple[BaseStore, Agent]]:
         """The database's store and an agent on it (see `agent`), both closed afterwards."""
-        async with open_database(self.database(), create=create) as store:
+        async with self.open_store(create=create) as store:
             agent = self.agent(store, llm=llm, builtin_tools=builtin_tools)
             try:
                 yield store, agent
             finally:
                 await agent.close()
+
+    @contextlib.asynccontextmanager
+    async def open_store(self, *, create: bool = False) -> AsyncIterator[BaseStore]:
+        """The database's store alone, closed afterwards (for commands that only read it)."""
+        from stellate.cli.database import open_database
+
+        async with open_database(self.database(), create=create) as store:
+            yield store

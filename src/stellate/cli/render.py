@@ -5,15 +5,18 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
-from stellate.agent import SessionDigest, TopologyNode
 from stellate.log.events import Event
 from stellate.log.messages import AssistantMessage, Message, ToolMessage
 from stellate.store import SessionRecord
+
+if TYPE_CHECKING:
+    from stellate.agent import SessionDigest, TopologyNode
 
 __all__ = [
     "clip",

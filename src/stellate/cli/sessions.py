@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 from rich.text import Text
@@ -13,13 +14,17 @@ from stellate.cli.invocation import Invocation
 from stellate.cli.lookup import SessionFilter, filter_sessions, resolve_session
 from stellate.cli.parsing import positive_int
 from stellate.cli.render import clip, event_line, forest_tree, session_table
-from stellate.engine import ForkOptions
-from stellate.engine.events import AgentEvent, ErrorRaised
 from stellate.log.fork import check_explicit_boundary
 from stellate.store import BaseStore, SessionId, SessionRecord, export_session, import_session
 from stellate.store.memory import MemoryStore
 
+if TYPE_CHECKING:
+    from stellate.engine.events import AgentEvent
+
 __all__ = ["add_parser"]
+
+# The engine (and the agent) are imported by the actions that run one: ``sessions list`` reads the store alone
+# and starts without them (issue 22).
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
@@ -107,7 +112,7 @@ async def list_(inv: Invocation) -> int:
     if not database.exists():
         out.print(f"no sessions yet: {database.describe()} does not exist")
         return 0
-    async with inv.open() as (store, _):
+    async with inv.open_store() as store:
         under = await resolve_session(store, args.under) if args.under else None
         wanted = SessionFilter(search=args.search, status=args.status, under=under, roots=args.roots)
         chosen = filter_sessions(await store.list_sessions(), wanted)
@@ -200,6 +205,8 @@ async def _dry_run(path: Path) -> None:
 
 async def fork(inv: Invocation) -> int:
     """Fork a child inheriting the source's history by reference, at an exact boundary or an anchor."""
+    from stellate.engine import ForkOptions
+
     args = inv.args
     async with inv.open() as (store, agent):
         source_id = await resolve_session(store, args.id)
@@ -234,6 +241,8 @@ async def _check_boundary(store: BaseStore, session_id: str, seq: int) -> None:
 
 async def archive(inv: Invocation) -> int:
     """Archive a session (its memory is consolidated first when a provider is configured)."""
+    from stellate.engine.events import ErrorRaised
+
     err = inv.consoles.err
 
     def warn(event: AgentEvent) -> None:

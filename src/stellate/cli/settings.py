@@ -21,14 +21,16 @@ import string
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError
 
-from stellate.cli.providers import PROVIDERS, ProviderSettings
-from stellate.engine import ForkProfile
+from stellate.cli.locations import DEFAULT_CONFIG, DEFAULT_DB, config_path, database_location
 from stellate.errors import UsageError
+
+if TYPE_CHECKING:
+    from stellate.cli.providers import ProviderSettings
+    from stellate.engine import ForkProfile
 
 __all__ = [
     "DEFAULT_CONFIG",
@@ -44,9 +46,6 @@ __all__ = [
     "resolve_provider",
     "schema_name",
 ]
-
-DEFAULT_DB = "stellate.db"
-DEFAULT_CONFIG = "~/.config/stellate/config.toml"
 
 
 class ProfileEntry(BaseModel):
@@ -86,20 +85,9 @@ class ProviderFlags:
     base_url: str | None = None
 
 
-def database_location(flag: str | None, env: Mapping[str, str]) -> str:
-    """The database: ``--db``, else ``$STELLATE_DB``, else ``./stellate.db`` (a path, or a store URL)."""
-    return flag or env.get("STELLATE_DB") or DEFAULT_DB
-
-
 def schema_name(flag: str | None, env: Mapping[str, str], file: ConfigFile) -> str | None:
     """The PostgreSQL schema: ``--schema``, else ``$STELLATE_SCHEMA``, else the config file's ``schema``."""
     return flag or env.get("STELLATE_SCHEMA") or file.pg_schema or None
-
-
-def config_path(flag: str | None, env: Mapping[str, str]) -> tuple[Path, bool]:
-    """The config file and whether it was named explicitly (an explicit file must exist)."""
-    named = flag or env.get("STELLATE_CONFIG")
-    return Path(named or DEFAULT_CONFIG).expanduser(), named is not None
 
 
 def load_config(flag: str | None, env: Mapping[str, str]) -> ConfigFile:
@@ -132,6 +120,8 @@ def resolve_provider(flags: ProviderFlags, env: Mapping[str, str], file: ConfigF
     With no provider named anywhere, a provider whose API-key variable is set is used (the first of
     ``openai``, ``deepseek``, ``anthropic``).
     """
+    from stellate.cli.providers import PROVIDERS, ProviderSettings  # the LLM layer: only for commands that call one
+
     provider = flags.provider or env.get("STELLATE_PROVIDER") or file.provider or _provider_from_keys(env)
     spec = PROVIDERS.get(provider or "")
     vendor_key = env.get(spec.key_env) if spec is not None and spec.key_env else None
@@ -146,6 +136,8 @@ def resolve_provider(flags: ProviderFlags, env: Mapping[str, str], file: ConfigF
 
 
 def _provider_from_keys(env: Mapping[str, str]) -> str | None:
+    from stellate.cli.providers import PROVIDERS
+
     return next((name for name, spec in PROVIDERS.items() if spec.key_env and env.get(spec.key_env)), None)
 
 
@@ -181,6 +173,8 @@ def fork_profiles(file: ConfigFile) -> dict[str, ForkProfile]:
 
 
 def _fork_profile(entry: ProfileEntry) -> ForkProfile:
+    from stellate.engine import ForkProfile  # the engine: only for commands that build an agent
+
     template = entry.system_prompt
     prompt_fn = None
     if template is not None and "$" in template:

@@ -8,12 +8,17 @@ Three sources, best first:
    It is exact for OpenAI's older models and a fair approximation for the others. Nothing is ever downloaded:
    plain ``tiktoken.get_encoding("cl100k_base")`` would fetch the file from the network.
 3. **A length heuristic**: ``ceil(chars / 4)`` plus a fixed overhead per message.
+
+Loading the tokenizer takes a few hundred milliseconds, so a session does not load it until an estimate nears a
+limit: `ByteBoundCounter` (UTF-8 bytes, never fewer than the tokenizer's count) answers until then (issue 22;
+see `stellate.session.estimates`).
 """
 
 from __future__ import annotations
 
 import functools
 import importlib
+import importlib.util
 import math
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -25,11 +30,14 @@ from stellate.log.messages import AssistantMessage, Message, ToolMessage
 __all__ = [
     "CHARS_PER_TOKEN",
     "PER_MESSAGE_OVERHEAD",
+    "ByteBoundCounter",
     "CachingTokenCounter",
     "HeuristicTokenCounter",
     "TiktokenCounter",
     "default_token_counter",
     "estimate_from_usage",
+    "is_default_counter_loaded",
+    "may_load_tokenizer",
     "estimate_text_tokens",
     "message_text",
 ]
@@ -67,6 +75,21 @@ class HeuristicTokenCounter:
     def count(self, messages: Sequence[Message]) -> int:
         """Estimated prompt tokens of ``messages``."""
         return sum(estimate_text_tokens(message_text(m)) + PER_MESSAGE_OVERHEAD for m in messages)
+
+
+class ByteBoundCounter:
+    """Counts UTF-8 bytes plus `PER_MESSAGE_OVERHEAD` per message: never fewer than the tokenizer would.
+
+    Every token of a byte-level BPE encoding (tiktoken's, and the providers' tokenizers) stands for at least one
+    byte of the text, and special-token text is counted as plain text, so for any messages this count is at least
+    `TiktokenCounter`'s (and `HeuristicTokenCounter`'s). It loads nothing: a session estimates with it until an
+    estimate nears a limit, and only then pays for loading the tokenizer.
+    """
+
+    def count(self, messages: Sequence[Message]) -> int:
+        """An upper bound of the prompt tokens of ``messages``."""
+        # surrogatepass: a bound must never raise; a lone surrogate (refused by every store) still counts 3 bytes.
+        return sum(len(message_text(m).encode("utf-8", "surrogatepass")) + PER_MESSAGE_OVERHEAD for m in messages)
 
 
 class _Encoding(Protocol):
@@ -152,6 +175,17 @@ class CachingTokenCounter:
 def default_token_counter() -> TokenCounter:
     """The best counter available: `TiktokenCounter` when extra ``tokens`` is installed, else the heuristic."""
     return TiktokenCounter.load_offline() or HeuristicTokenCounter()
+
+
+def is_default_counter_loaded() -> bool:
+    """Whether `default_token_counter` has been built in this process (so asking for it again costs nothing)."""
+    return default_token_counter.cache_info().currsize > 0
+
+
+@functools.cache
+def may_load_tokenizer() -> bool:
+    """Whether `default_token_counter` may load a tokenizer (tiktoken is importable): a slow first call."""
+    return importlib.util.find_spec("tiktoken") is not None
 
 
 def estimate_from_usage(

@@ -83,6 +83,12 @@ class KeptRun:
         end = self.count
         return KeptRun(self.seqs[at:end], self.messages[at:end], self.weights[at:end], end - at)
 
+    def reweighed(self, weigh: Callable[[Message], int] | None) -> KeptRun:
+        """This run over fresh lists, each message weighed by ``weigh`` (0 without one)."""
+        messages = self.messages[: self.count]
+        weights = [weigh(m) for m in messages] if weigh is not None else [0] * self.count
+        return KeptRun(self.seqs[: self.count], messages, weights, self.count)
+
 
 class TranscriptFold:
     """Incremental transcript derivation: absorb events one by one, read the transcript at any point.
@@ -191,6 +197,16 @@ class TranscriptFold:
         twin.summary, twin.summary_through_seq = self.summary, self.summary_through_seq
         twin.cut_through = self.cut_through
         return twin
+
+    def reweigh(self, weigh: Callable[[Message], int] | None) -> None:
+        """Weigh every closed-turn message again with ``weigh`` (another token counter), and keep using it.
+
+        O(kept messages). The weights become new lists: forks may share the old ones (see `copy`).
+        """
+        self._weigh = weigh
+        self.runs = tuple(run.reweighed(weigh) for run in self._all_runs() if run.count)
+        self._seqs, self._messages, self._weights = [], [], []
+        self.kept_weight = sum(sum(run.weights) for run in self.runs)
 
     def add(self, event: Event) -> None:
         """Absorb the next event of the log."""

@@ -19,7 +19,7 @@ from stellate.log.messages import Message, ToolCall
 from stellate.log.segments import SEGMENT_EVENTS, FoldSegment, decode_segment, encode_segment
 from stellate.log.state import SLOT_EVENT_TYPES, Slots, fold_slots
 from stellate.log.state import replace as replace_slots
-from stellate.log.transcript import KeptRun, TranscriptFold
+from stellate.log.transcript import TranscriptFold
 from stellate.store.base import BaseStore
 from stellate.store.segments import StoredSegment
 from stellate.store.types import SessionId, SessionRecord
@@ -80,9 +80,16 @@ class History:
         """
         child = History(inherited=self.cursor.next_seq, weigh=weigh, weigh_key=weigh_key)
         child.fold = self.fold.copy(weigh)
+        if weigh is not None and weigh_key != self.weigh_key:  # another counter weighed these: O(kept) once
+            child.fold.reweigh(weigh)
         child.cursor = self.cursor
         child.segment_end = self.segment_end
         return child
+
+    def reweigh(self, weigh: Callable[[Message], int], weigh_key: str) -> None:
+        """Weigh the transcript again with another token counter (named ``weigh_key``) and keep using it."""
+        self.weigh_key = weigh_key
+        self.fold.reweigh(weigh)
 
     @classmethod
     def from_segments(
@@ -101,7 +108,7 @@ class History:
         last, own = segments[-1]
         history = cls(inherited=inherited, weigh=weigh, weigh_key=weigh_key)
         runs = [
-            segment.kept if weigh is None or segment.weigh_key == weigh_key else _reweigh(segment.kept, weigh)
+            segment.kept if weigh is None or segment.weigh_key == weigh_key else segment.kept.reweighed(weigh)
             for segment, _ in segments
             if segment.end - 1 > last.cut_through
         ]
@@ -232,11 +239,6 @@ async def store_new_segments(store: BaseStore, session_id: SessionId, history: H
     rows = [StoredSegment(session_id=session_id, start=s.start, end=s.end, data=encode_segment(s)) for s in segments]
     with contextlib.suppress(StoreError):
         await store.write_fold_segments(rows)
-
-
-def _reweigh(run: KeptRun, weigh: Callable[[Message], int]) -> KeptRun:
-    messages = run.messages[: run.count]
-    return KeptRun(run.seqs[: run.count], messages, [weigh(m) for m in messages], run.count)
 
 
 async def load_history(

@@ -53,7 +53,7 @@ class Session:
         weigh, weigh_key = self.estimator.weigh, self.estimator.weigh_key
         history = History(inherited=record.inherited, weigh=weigh, weigh_key=weigh_key)
         lease = LeaseHolder(store, record.id, runtime)
-        self.writer = SessionWriter(store, record, history, lease, weigh=weigh, weigh_key=weigh_key)
+        self.writer = SessionWriter(store, record, history, lease, weigh=weigh)
         """The session's write path (internal: `Turn` and the agent stage and commit events through it)."""
 
     @property
@@ -77,7 +77,10 @@ class Session:
 
     @property
     def counter(self) -> TokenCounter:
-        """The token counter behind every estimate of this session (caching: each message is counted once)."""
+        """The token counter behind this session's estimates (caching: each message is counted once).
+
+        Until a prompt nears a limit it is the byte bound (`ByteBoundCounter`); see `stellate.session.estimates`.
+        """
         return self.estimator.counter
 
     # -- opening ---------------------------------------------------------------------------------
@@ -408,11 +411,19 @@ class Session:
     # -- token estimates -------------------------------------------------------------------------
 
     def heuristic_prompt_tokens(self) -> int:
-        """The token counter's estimate of the next call's prompt, kept incrementally (O(1) in the history)."""
+        """The token counter's estimate of the next call's prompt, kept incrementally (O(1) in the history).
+
+        Counted exactly: the first call may load the tokenizer (turns do not, until a prompt nears its window).
+        """
+        self.estimator.make_exact(self.history)
         return self.estimator.heuristic(self.history)
 
     def estimate_prompt_tokens(self) -> int:
-        """Estimated size of the next call's prompt, corrected by the provider's count of the last call."""
+        """Estimated size of the next call's prompt, corrected by the provider's count of the last call.
+
+        Counted exactly, like `heuristic_prompt_tokens`.
+        """
+        self.estimator.make_exact(self.history)
         return self.estimator.estimate(self.history)
 
 

@@ -101,7 +101,7 @@ class Turn:
         fixed = build_prefix(session.history.slots, None, session.runtime.language) + [
             UserMessage(content=self._content)
         ]
-        needed = session.counter.count(fixed)
+        needed = session.estimator.count_within(fixed, window, session.history)
         if needed > window:
             raise UsageError(
                 f"the message and system prompt need about {needed} tokens, more than the model's window "
@@ -194,7 +194,7 @@ class Turn:
         self._partial = []
         self._insight_sent = history.slots.insight
         messages = build_context(history, session.runtime.language)
-        self._sent_estimate = session.heuristic_prompt_tokens()
+        self._sent = session.estimator.sent(history, messages)
         return LLMRequest(
             messages=messages, tools=tuple(tools), max_output_tokens=session.runtime.max_output_tokens, output=output
         )
@@ -217,7 +217,7 @@ class Turn:
             events.append(make_event("step/end", {"turn": self.number, "step": history.cursor.step}))
         session.writer.stage(events)
         if response.usage is not None and response.usage.input_tokens:
-            session.estimator.calibrate(response.usage.input_tokens - self._sent_estimate)
+            session.estimator.learn(self._sent, response.usage.input_tokens)
         # No write here: the reply is committed with the tool calls it requests (before they run) or with
         # the turn's end, whichever comes next; nothing awaits in between.
         return SendResult(
@@ -283,8 +283,9 @@ class Turn:
     async def _compress_if_needed(self) -> None:
         session, history = self._session, self._session.history
         window = session.runtime.llm.max_context_tokens
-        if session.estimate_prompt_tokens() <= session.runtime.compress_threshold * window:
-            return
+        limit = session.runtime.compress_threshold * window
+        if session.estimator.estimate_within(history, limit) <= limit:
+            return  # under the limit by the byte bound, or else by the exact count (loaded then)
         fixed = session.counter.count(
             build_prefix(history.slots, None, session.runtime.language) + history.fold.open_turn_messages()
         )

@@ -38,8 +38,8 @@ class SessionWriter:
         record: The session's record as read.
         history: The session's log as folded from ``record``.
         lease: The session's lease, as this writer holds it (taken by `Session.hold`).
-        weigh: Token estimate of one message, for histories reloaded from the store.
-        weigh_key: Names ``weigh`` in stored fold segments.
+        weigh: Token estimate of one message, for histories reloaded from the store (named by the history's
+            ``weigh_key`` in stored fold segments, which follows the session's counter).
     """
 
     def __init__(
@@ -50,7 +50,6 @@ class SessionWriter:
         lease: LeaseHolder,
         *,
         weigh: Callable[[Message], int],
-        weigh_key: str,
     ) -> None:
         self.store = store
         self.record = record
@@ -60,7 +59,6 @@ class SessionWriter:
         self.lease = lease
         self._id = record.id
         self._weigh = weigh
-        self._weigh_key = weigh_key
         self._pending: list[NewEvent] = []
         self._flush_lock = asyncio.Lock()
         self._stale = False
@@ -217,5 +215,5 @@ class SessionWriter:
         # too (the store is down) the next turn or `refresh` reloads in full rather than trust it by its length.
         self._pending, self._stale = [], True
         record = await self.store.get_session(self._id)
-        history = await load_history(self.store, record, weigh=self._weigh, weigh_key=self._weigh_key)
+        history = await load_history(self.store, record, weigh=self._weigh, weigh_key=self.history.weigh_key)
         self.record, self.history, self._stale = record, history, False

@@ -59,6 +59,10 @@ def new_session_id() -> SessionId:
     return SessionId(f"s-{now_ms():012x}-{uuid.uuid4().hex[:12]}")
 
 
+#: Sessions whose lineage (fork source, inherited length) a store remembers.
+_LINEAGE_CACHE_SIZE = 4096
+
+
 @dataclass(frozen=True, slots=True)
 class _Lineage:
     source_id: SessionId | None
@@ -181,7 +185,7 @@ class BaseStore(LeaseStore):
             record = await self._fork_record(record, fork)
         planned = plan_append(record, events, None) if events else None
         await self._insert_session(planned.record if planned else record, planned)
-        self._lineage[sid] = _Lineage(record.source_id, record.inherited)
+        self._remember_lineage(sid, _Lineage(record.source_id, record.inherited))
         return planned.record if planned else record
 
     async def _fork_record(self, record: SessionRecord, fork: ForkRequest) -> SessionRecord:
@@ -347,7 +351,14 @@ class BaseStore(LeaseStore):
         lineage = self._lineage.get(session_id)
         if lineage is None:
             record = await self.get_session(session_id)
-            lineage = self._lineage[session_id] = _Lineage(record.source_id, record.inherited)
+            lineage = self._remember_lineage(session_id, _Lineage(record.source_id, record.inherited))
+        return lineage
+
+    def _remember_lineage(self, session_id: SessionId, lineage: _Lineage) -> _Lineage:
+        # Bounded (issue 22): cleared when full, since a lineage is read again from its record at no risk.
+        if len(self._lineage) >= _LINEAGE_CACHE_SIZE:
+            self._lineage.clear()
+        self._lineage[session_id] = lineage
         return lineage
 
     async def repair(self, session_id: SessionId, *, lease: Lease | None = None) -> list[Event]:
