@@ -17,6 +17,7 @@ from stellate.agent._locks import SessionLocks
 from stellate.agent.bus import EventBus, Hook
 from stellate.agent.consolidation import Consolidator
 from stellate.agent.forking import Forker
+from stellate.agent.reflecting import reflect
 from stellate.agent.reflector import Reflection, Reflector
 from stellate.agent.relay import EventRelay
 from stellate.agent.runtime import BUILTIN_TOOLS, Registries, frozen_config, overlay
@@ -42,7 +43,6 @@ from stellate.engine.skills import SkillSet
 from stellate.engine.tools import Tool, ToolRegistry
 from stellate.errors import SessionBusyError, UsageError
 from stellate.llm.types import LLMAdapter
-from stellate.log.events import make_event
 from stellate.log.messages import Message
 from stellate.session.output import OutputContract, as_contract
 from stellate.session.session import Session
@@ -277,16 +277,9 @@ class Agent:
     ) -> SessionDigest:
         """Fork a child from ``source_id`` (``options`` or its fields as keywords, e.g. ``label=...``).
 
-        A turn running on the source (in this agent, another process or another worker) never delays the fork:
-        the child is cut at a completed turn of the log as stored (the anchored one, or the last one), and the
-        running turn goes on untouched.
-
-        Args:
-            source_id: The session to fork from.
-            options: The fork's options (or give their fields as keywords).
-            wait_for_turn: Seconds to wait first for a turn running on the source to end, so that the child
-                holds the newest turn; None forks at once.
-            **fields: `ForkOptions` fields, when ``options`` is not given.
+        A turn running on the source (here, in another process or on another worker) never delays the fork: the
+        child is cut at a completed turn as stored (the anchored one, or the last one); the turn goes on.
+        ``wait_for_turn`` (seconds) waits for that turn to end first, so the child holds the newest turn.
 
         Raises:
             ForkError: ``source_not_found``, ``profile_not_found``, ``split_rejected``, ``child_exists``,
@@ -483,28 +476,7 @@ class Agent:
         The insights (and the synthesis, as the memory of ``synthesis_session_id`` if given) are written in
         one transaction; insights for unknown or archived sessions are dropped.
         """
-        if self.reflector is None:
-            raise UsageError("no reflector configured: pass reflector=Reflector(llm) to Agent")
-        store = await self.store()
-        digests = [d for d in await self.list_session_digests() if d.status == "active"]
-        current = None
-        if synthesis_session_id is not None:
-            current = (await self.get_session_digest(synthesis_session_id)).memory
-        reflection = await self.reflector.reflect(digests, current_synthesis=current)
-        batches: dict[SessionId, list[Any]] = {
-            SessionId(sid): [make_event("insight/put", {"content": text})] for sid, text in reflection.insights.items()
-        }
-        if synthesis_session_id is not None and reflection.synthesis:
-            memory = make_event("memory/put", {"content": reflection.synthesis, "source": "reflection"})
-            batches.setdefault(SessionId(synthesis_session_id), []).append(memory)
-        if batches:
-            await store.append_batches(batches)
-        for touched in batches:
-            if (cached := self._sessions.cached(touched)) is not None:
-                await cached.refresh()
-        for target, text in reflection.insights.items():
-            await self.events.publish(InsightUpdated(session_id=target, insight=text))
-        return reflection
+        return await reflect(self, synthesis_session_id)
 
     # -- events ----------------------------------------------------------------------------------
 

@@ -18,7 +18,8 @@ except ImportError as exc:  # pragma: no cover - the tests that reach this modul
 import getpass
 
 from stellate.errors import StoreError
-from stellate.store.postgres import Connection, _describe
+from stellate.store.pg_errors import describe_url as _describe
+from stellate.store.postgres import Connection
 
 __all__ = ["create_database", "database_name", "has_database"]
 

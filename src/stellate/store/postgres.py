@@ -18,7 +18,6 @@ from typing import Any
 
 try:
     import psycopg
-    from psycopg import errors as pg_errors
     from psycopg import sql
     from psycopg.conninfo import conninfo_to_dict
     from psycopg.rows import TupleRow
@@ -30,18 +29,14 @@ except ImportError as exc:  # pragma: no cover - only without the extra, which t
 
 from stellate.errors import (
     ConflictError,
-    FormatError,
     NotFoundError,
     SchemaError,
-    StellateError,
     StoreError,
-    UsageError,
 )
 from stellate.log.events import Event, NewEvent
 from stellate.store._batch import Fence, KnownHeads, PlannedAppend, interleaved_range, plan_append
 from stellate.store._sql import (
     SELECTED_COLUMNS,
-    SPACE_MIGRATION,
     WRITTEN_COLUMNS,
     claim_sql,
     digest_from_row,
@@ -71,8 +66,11 @@ from stellate.store.pg_append import (
     append_params,
     event_columns,
 )
+from stellate.store.pg_errors import describe_url as _describe
+from stellate.store.pg_errors import translate_error as _translate
 from stellate.store.pg_history import append_history, read_history
 from stellate.store.pg_presence import GONE_SQL, Presence, presence_key
+from stellate.store.pg_schema import MIGRATIONS
 from stellate.store.pg_signals import PostgresSignals
 from stellate.store.segments import StoredSegment
 from stellate.store.signals import LOG_CHANNEL
@@ -81,86 +79,6 @@ from stellate.store.types import Claim, Lease, SessionId, SessionRecord
 __all__ = ["MIGRATIONS", "PostgresStore"]
 
 Connection = psycopg.AsyncConnection[TupleRow]
-
-#: Append-only: never edit a released entry, add a new one. Same tables and columns as SQLite's.
-MIGRATIONS: tuple[str, ...] = (
-    """
-    CREATE TABLE sessions (
-        position BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
-        id TEXT NOT NULL UNIQUE,
-        parent_id TEXT REFERENCES sessions(id),
-        source_id TEXT,
-        fork_seq BIGINT,
-        inherited BIGINT NOT NULL,
-        created_at BIGINT NOT NULL,
-        label TEXT NOT NULL,
-        status TEXT NOT NULL,
-        system_prompt TEXT,
-        memory TEXT,
-        insight TEXT,
-        config TEXT NOT NULL,
-        last_activity BIGINT NOT NULL,
-        turn_count BIGINT NOT NULL,
-        next_seq BIGINT NOT NULL,
-        cursor TEXT NOT NULL
-    );
-    CREATE INDEX sessions_parent ON sessions(parent_id);
-    CREATE TABLE events (
-        session_id TEXT NOT NULL,
-        seq BIGINT NOT NULL,
-        type TEXT NOT NULL,
-        time BIGINT NOT NULL,
-        data TEXT NOT NULL,
-        ignorable BOOLEAN NOT NULL,
-        PRIMARY KEY (session_id, seq)
-    );
-    """,
-    # Turn markers by seq: a fork at a past boundary finds its marker with an index seek even while the
-    # planner's statistics are stale (without it, a scan of the session plus a sort).
-    """
-    CREATE INDEX events_turn_markers ON events (session_id, seq) WHERE type IN ('turn/start', 'turn/end')
-    """,
-    # The session's lease: one writer per session across processes (all NULL when nobody holds it).
-    """
-    ALTER TABLE sessions
-        ADD COLUMN lease_owner TEXT,
-        ADD COLUMN lease_token TEXT,
-        ADD COLUMN lease_acquired_at BIGINT,
-        ADD COLUMN lease_expires_at BIGINT
-    """,
-    # Claims on background work (a scheduled consolidation), so one process does it.
-    """
-    CREATE TABLE claims (key TEXT PRIMARY KEY, owner TEXT NOT NULL, token TEXT NOT NULL, expires_at BIGINT NOT NULL)
-    """,
-    SPACE_MIGRATION,
-    # Derived fold segments (stellate.store.segments): dropping the table's rows costs speed, never correctness.
-    """
-    CREATE TABLE fold_segments (
-        session_id TEXT NOT NULL,
-        start_seq BIGINT NOT NULL,
-        end_seq BIGINT NOT NULL,
-        data TEXT NOT NULL,
-        PRIMARY KEY (session_id, start_seq, end_seq)
-    )
-    """,
-    # Whether a turn is open, beside the cursor that says so: digest listings read it without parsing JSON.
-    """
-    ALTER TABLE sessions ADD COLUMN turn_open BOOLEAN NOT NULL DEFAULT false;
-    UPDATE sessions SET turn_open = true WHERE (cursor::json->>'turn_open')::boolean
-    """,
-    # The event history (stellate.store.history): opaque rows per space, ids handed out by the space's head row.
-    """
-    CREATE TABLE event_history (
-        space TEXT NOT NULL,
-        id BIGINT NOT NULL,
-        time BIGINT NOT NULL,
-        kind TEXT NOT NULL,
-        data TEXT NOT NULL,
-        PRIMARY KEY (space, id)
-    );
-    CREATE TABLE event_history_heads (space TEXT PRIMARY KEY, last_id BIGINT NOT NULL)
-    """,
-)
 
 _SELECT_RECORD = f"SELECT {', '.join(SELECTED_COLUMNS)} FROM sessions"
 _LEASE = lease_sql("%s")
@@ -544,37 +462,3 @@ class PostgresStore(BaseStore):
 async def _read_version(conn: Connection) -> int:
     row = await (await conn.execute("SELECT MAX(version) FROM stellate_schema")).fetchone()
     return int(row[0] or 0) if row else 0
-
-
-def _describe(url: str) -> str:
-    """``user@host:port/db`` for messages: the URL without its password."""
-    try:
-        params = conninfo_to_dict(url)
-    except psycopg.ProgrammingError as exc:
-        raise UsageError(f"not a PostgreSQL URL: {exc}") from exc
-    host, port = params.get("host") or "localhost", params.get("port") or 5432
-    return f"{params.get('user') or '(default user)'}@{host}:{port}/{params.get('dbname') or '(default db)'}"
-
-
-def _translate(exc: psycopg.Error | UnicodeEncodeError, what: str, where: str, **details: Any) -> StellateError:
-    """The one place psycopg errors become stellate errors."""
-    text = str(exc).strip()
-    if isinstance(exc, UnicodeEncodeError | psycopg.DataError):  # a lone surrogate; a NUL in a text column
-        return FormatError(f"{what}: PostgreSQL cannot store this text ({text})", **details)
-    state = exc.sqlstate or ""
-    if isinstance(exc, pg_errors.UniqueViolation):  # only (session_id, seq): a taken session id is ON CONFLICT
-        return ConflictError(f"{what}: another writer took these seqs; re-read and retry", **details)
-    if isinstance(exc, pg_errors.ForeignKeyViolation):
-        return NotFoundError(f"{what}: the topology parent does not exist ({text})", **details)
-    if state.startswith("40"):  # class 40, transaction rollback: a deadlock or serialization failure; retryable
-        return ConflictError(f"{what}: the transaction lost a race with another writer ({text})", **details)
-    # No SQLSTATE: failed on the client side (refused, pool timeout); class 08 / 57P: connection lost or refused.
-    if isinstance(exc, psycopg.OperationalError) and (not state or state.startswith(("08", "57P"))):
-        return StoreError(
-            f"{what}: no usable connection to PostgreSQL at {where} ({text}); check that the server is running"
-            " and reachable, that the URL's user, password and database are right, and that the pool's"
-            " max_size fits the server's max_connections",
-            code="store_unavailable",
-            **details,
-        )
-    return StoreError(f"{what}: {text}", **details)
