@@ -10,31 +10,16 @@ import asyncio
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
-from test_lease_processes import new_session, read_line, store, store_url, turns_of
+from test_lease_processes import new_session, read_line, store, store_url, turns_of, workers
 
 from stellate.log import check_log
 from stellate.store import BaseStore, SessionId
 
 WORKER = str(Path(__file__).with_name("live_worker.py"))
 SECONDS = 10.0
-__all__ = ["store", "store_url"]  # fixtures shared with the lease tests
-
-
-@pytest.fixture
-def workers() -> Iterator[list[subprocess.Popen[str]]]:
-    started: list[subprocess.Popen[str]] = []
-    yield started
-    for proc in started:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait()
-        for stream in (proc.stdout, proc.stderr):
-            if stream is not None:
-                stream.close()
+__all__ = ["store", "store_url", "workers"]  # fixtures shared with the lease tests
 
 
 def start(workers: list[subprocess.Popen[str]], *args: str) -> subprocess.Popen[str]:
