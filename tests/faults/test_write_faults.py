@@ -26,10 +26,11 @@ FAULTS: dict[str, tuple[Callable[[], Exception], bool]] = {
     "store_locked": (lambda: ConflictError("injected: locked by another process", code="store_locked"), False),
     "answer_lost": (lambda: StoreError("injected: the connection dropped after the commit"), True),
     "store_down": (lambda: StoreError("injected: the database is down"), False),
+    "store_blink": (lambda: StoreError("injected: the database restarted"), False),
 }
 #: With the store down, the reads that follow the failed write fail too: the session cannot learn what the
 #: store holds until the next turn.
-READS_DOWN = {"store_down": 2}
+READS_DOWN = {"store_down": 2, "store_blink": 1}  # a blink: back by the time the turn closes
 # A lease granted but whose answer was lost is held by nobody until its ttl runs out: by design, the next turn
 # waits for it to lapse (tests/agent covers that), so the lost-answer fault spares lease grants.
 COUNTED = {"answer_lost": WRITES - {"acquire_lease"}}

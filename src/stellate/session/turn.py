@@ -120,6 +120,9 @@ class Turn:
             return
         self._ended = True
         session = self._session
+        # After a write that failed with the store unreachable, the closing events are planned on the log as
+        # stored, not on what this writer had staged (a store still down raises here; the next turn repairs).
+        await session.writer.ensure_current()
         cursor = session.history.cursor
         if cursor.step_open and not cursor.step_replied and self._partial:
             partial, _ = storable_text("".join(self._partial))

@@ -14,7 +14,7 @@ import asyncio
 import time
 from collections.abc import Callable, Sequence
 
-from stellate.errors import ArchivedError, ConflictError, UsageError
+from stellate.errors import ArchivedError, ConflictError, InvariantError, UsageError
 from stellate.log.events import FREE_STANDING_TYPES, Event, NewEvent
 from stellate.log.messages import Message
 from stellate.session.history import History, load_history, store_new_segments
@@ -156,6 +156,16 @@ class SessionWriter:
                 await self._reload()
             await store_new_segments(self.store, self._id, self.history)
 
+    async def ensure_current(self) -> None:
+        """Reload the history if a failed write left it possibly unlike the store (the store was unreachable).
+
+        Raises:
+            StoreError: the store still cannot be read.
+        """
+        async with self._flush_lock:
+            if self._stale:
+                await self._reload()
+
     async def catch_up(self, record: SessionRecord) -> None:
         """Under a fresh lease: repair a dead writer's open turn, then read what others appended meanwhile.
 
@@ -195,7 +205,14 @@ class SessionWriter:
         deadline = time.monotonic() + REBASE_SECONDS
         while True:
             await self._reload()
-            self.stage(batch)
+            try:
+                self.stage(batch)
+            except InvariantError as exc:  # planned on a log the store does not have: it no longer fits
+                await self._reload()
+                raise ConflictError(
+                    f"session {self._id} changed under this writer; its batch no longer fits the log",
+                    session_id=self._id,
+                ) from exc
             self._pending = []
             try:
                 if await self._append(batch, release):
