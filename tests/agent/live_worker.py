@@ -6,7 +6,7 @@ STORE is ``sqlite:///path`` or ``postgresql://...#schema``. Modes:
 
 - ``turns``: tool-round turns (the model calls a tool, then answers) back to back for SECONDS; prints
   ``DONE <turns> <failed>`` and one ``FAIL <code>`` line per failed turn.
-- ``slots``: memory, insight and label writes (up to 300 a second in all) and forks (up to 20 a second), all
+- ``slots``: memory, insight and label writes (up to 600 a second in all) and forks (up to 40 a second), all
   at once, for SECONDS; prints ``WROTE <memory text>`` for every memory written, then ``DONE <writes> <failed> <forks>
   <failed forks>`` and one ``FAIL <what> <code>`` line per failure.
 """
@@ -88,8 +88,9 @@ async def slots(store: BaseStore, session: str, seconds: float) -> None:
                 failed[kind] += 1
             await asyncio.sleep(pause)
 
-    # Three slot writers at up to 100 a second each and a forker at up to 20 a second, all at once.
-    await asyncio.gather(loop("memory", 0.01), loop("insight", 0.01), loop("label", 0.01), loop("fork", 0.05))
+    # Two writers per slot at up to 100 a second each and two forkers at up to 20 a second each, all at once.
+    kinds = [("memory", 0.01), ("insight", 0.01), ("label", 0.01), ("fork", 0.05)] * 2
+    await asyncio.gather(*(loop(kind, pause) for kind, pause in kinds))
     writes = counts["memory"] + counts["insight"] + counts["label"]
     failed_writes = failed["memory"] + failed["insight"] + failed["label"]
     print(f"DONE {writes} {failed_writes} {counts['fork']} {failed['fork']}", flush=True)
