@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import os
 import shutil
 import signal
@@ -24,6 +23,7 @@ from typing import Any
 
 import httpx
 import pytest
+from server_support import sse
 
 
 def free_port() -> int:
@@ -49,6 +49,11 @@ class Worker:
                 self.process.wait()
         if self.process.stderr is not None:
             self.process.stderr.close()
+
+    def kill(self) -> None:
+        """End the worker at once (SIGKILL), as a crash would."""
+        self.process.kill()
+        self.process.wait()
 
     def errors(self) -> str:
         """What the worker wrote on stderr (once stopped)."""
@@ -150,14 +155,5 @@ def throwaway_cluster() -> Iterator[Cluster]:
 
 async def read_sse(response: httpx.Response, into: list[tuple[str, str | None, dict[str, Any]]]) -> None:
     """Collect ``(event, id, data)`` of each server-sent event until the stream ends (which fails the caller)."""
-    name, event_id, data = "message", None, []
-    async for line in response.aiter_lines():
-        if line.startswith("event:"):
-            name = line[6:].strip()
-        elif line.startswith("id:"):
-            event_id = line[3:].strip()
-        elif line.startswith("data:"):
-            data.append(line[5:].strip())
-        elif not line and data:
-            into.append((name, event_id, json.loads("\n".join(data))))
-            name, event_id, data = "message", None, []
+    async for item in sse(response):
+        into.append(item)

@@ -8,18 +8,15 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
-import signal
-import socket
-import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from serve_support import Worker
+from serve_support import start_worker as launch_worker
 
 from stellate.log import check_log
 from stellate.log.events import Event
@@ -54,68 +51,18 @@ def db_url(pg_url: str, pg_schema: str) -> str:
     return f"{pg_url}?options=-csearch_path%3D{pg_schema}"
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-@dataclass
-class Worker:
-    process: subprocess.Popen[bytes]
-    url: str
-
-    def kill(self) -> None:
-        self.process.kill()
-        self.process.wait()
-
-
 @pytest.fixture
 def start_worker(db_url: str, model: MockLLMServer, tmp_path: Path) -> Iterator[Any]:
     started: list[Worker] = []
 
     async def start(*extra: str) -> Worker:
-        port = free_port()
-        env = {
-            **os.environ,
-            "HOME": str(tmp_path),
-            "OPENAI_API_KEY": "test",
-            "STELLATE_LEASE_TTL": "2",
-            "STELLATE_BUSY_TIMEOUT": "60",
-        }
-        command = [sys.executable, "-m", "stellate.cli", "serve", "--db", db_url, "--port", str(port)]
-        command += ["--provider", "openai", "--base-url", model.openai_base_url, "--model", "mock", *extra]
-        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-        worker = Worker(process, f"http://127.0.0.1:{port}")
+        worker = await launch_worker(db_url, model.openai_base_url, tmp_path, *extra)
         started.append(worker)
-        await _until_healthy(worker)
         return worker
 
     yield start
     for worker in started:
-        if worker.process.poll() is None:
-            worker.process.send_signal(signal.SIGTERM)
-            try:
-                worker.process.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                worker.kill()
-        if worker.process.stderr is not None:
-            worker.process.stderr.close()
-
-
-async def _until_healthy(worker: Worker) -> None:
-    async with httpx.AsyncClient() as client:
-        for _ in range(300):
-            if worker.process.poll() is not None:
-                err = worker.process.stderr.read().decode() if worker.process.stderr else ""
-                raise AssertionError(f"worker exited: {err}")
-            try:
-                if (await client.get(f"{worker.url}/v1/health")).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            await asyncio.sleep(0.1)
-    raise AssertionError("worker never became healthy")
+        worker.stop()
 
 
 @pytest.fixture
