@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from stellate.errors import StoreError
+from stellate.errors import ConflictError, StoreError
 from stellate.log.events import make_event
 from stellate.store.sqlite import MIGRATIONS, SqliteStore, Synchronous
 
@@ -118,4 +118,22 @@ async def test_a_store_shared_with_another_threads_event_loop_serializes_its_cal
     other_thread = asyncio.get_running_loop().run_in_executor(None, lambda: asyncio.run(write(theirs, 200)))
     await asyncio.gather(write(mine, 200), other_thread)
     assert [(await store.get_session(s)).next_seq for s in (mine, theirs)] == [201, 201]
+    await store.close()
+
+
+async def test_opening_a_file_another_process_is_still_creating_is_a_typed_error(tmp_path: Path) -> None:
+    """The creator holds the write lock before the schema exists: the open waits, then says store_locked."""
+    path = tmp_path / "new.db"
+    creator = sqlite3.connect(path, isolation_level=None)
+    creator.execute("PRAGMA journal_mode=WAL")  # as the creating store set it, before its migrations
+    creator.execute("BEGIN IMMEDIATE")
+    creator.execute("CREATE TABLE being_created (x INTEGER)")
+    try:
+        with pytest.raises(ConflictError) as info:
+            await SqliteStore.open(str(path), busy_timeout_ms=100)
+        assert info.value.code == "store_locked"
+    finally:
+        creator.execute("ROLLBACK")
+        creator.close()
+    store = await SqliteStore.open(str(path))  # once the creator is done, it opens
     await store.close()

@@ -237,8 +237,11 @@ class SqliteStore(BaseStore):
 
     @staticmethod
     def _read_version(db: sqlite3.Connection) -> int:
-        db.execute("CREATE TABLE IF NOT EXISTS stellate_schema (version INTEGER NOT NULL)")
-        row = db.execute("SELECT MAX(version) FROM stellate_schema").fetchone()
+        try:
+            db.execute("CREATE TABLE IF NOT EXISTS stellate_schema (version INTEGER NOT NULL)")
+            row = db.execute("SELECT MAX(version) FROM stellate_schema").fetchone()
+        except sqlite3.Error as exc:  # a new file another process is still creating holds its write lock
+            raise translate(exc, "cannot read the schema version") from exc
         return int(row[0] or 0)
 
     def _setup(self, db: sqlite3.Connection, migrate: bool) -> None:
