@@ -17,18 +17,17 @@ from stellate.agent._locks import SessionLocks
 from stellate.agent.bus import EventBus, Hook
 from stellate.agent.consolidation import Consolidator
 from stellate.agent.forking import Forker
+from stellate.agent.reading import AgentReads
 from stellate.agent.reflecting import reflect
 from stellate.agent.reflector import Reflection, Reflector
 from stellate.agent.relay import EventRelay
 from stellate.agent.runtime import BUILTIN_TOOLS, Registries, frozen_config, overlay
 from stellate.agent.sessions import SessionCache
-from stellate.agent.topology import SessionDigest, TopologyNode, build_forest, digest_of
+from stellate.agent.topology import SessionDigest
 from stellate.agent.turn_notices import turn_error, waiting_notice
 from stellate.engine.config import ForkOptions, ForkProfile, SessionConfig
 from stellate.engine.events import (
     AgentEvent,
-    InsightUpdated,
-    MemoryUpdated,
     SessionArchived,
     SessionCreated,
     TextChunk,
@@ -43,7 +42,6 @@ from stellate.engine.skills import SkillSet
 from stellate.engine.tools import Tool, ToolRegistry
 from stellate.errors import SessionBusyError, UsageError
 from stellate.llm.types import LLMAdapter
-from stellate.log.messages import Message
 from stellate.session.output import OutputContract, as_contract
 from stellate.session.session import Session
 from stellate.session.types import Durability, Language
@@ -56,7 +54,7 @@ __all__ = ["Agent"]
 DEFAULT_STORE = "sqlite:///stellate.db"
 
 
-class Agent:
+class Agent(AgentReads):
     """Branching conversations over a store.
 
     Args:
@@ -408,65 +406,6 @@ class Agent:
     async def _fork_from_tool(self, source_id: str, options: ForkOptions) -> str:
         async with self._locks.hold(source_id):
             return (await self._forks.fork(source_id, options, in_turn=True)).id
-
-    # -- reading ---------------------------------------------------------------------------------
-
-    async def list_messages(self, session_id: str) -> list[Message]:
-        """The session's transcript as its model sees it (summary first when compressed)."""
-        return await (await self._session(session_id)).messages()
-
-    async def get_session_digest(self, session_id: str) -> SessionDigest:
-        """One session's digest.
-
-        Raises:
-            NotFoundError: unknown id.
-        """
-        return digest_of(await (await self.store()).get_session(SessionId(session_id)))
-
-    async def list_session_digests(self) -> list[SessionDigest]:
-        """Digests of every session, in creation order (one query)."""
-        return await (await self.store()).list_digests()
-
-    async def get_topology(self) -> list[TopologyNode]:
-        """The forest: roots in creation order, each with its subtree."""
-        return build_forest(await (await self.store()).list_sessions())
-
-    async def get_node(self, session_id: str) -> TopologyNode:
-        """One session's node with its subtree."""
-        store = await self.store()
-        root = await store.get_session(SessionId(session_id))
-        subtree = await store.subtree(root.id)
-        [node] = [n for n in build_forest(subtree) if n.id == session_id]
-        node.parent_id = root.parent_id
-        return node
-
-    # -- slots -----------------------------------------------------------------------------------
-
-    async def put_memory(self, session_id: str, content: str) -> None:
-        """Replace a session's memory."""
-        await (await self._session(session_id)).put_memory(content)
-        await self.events.publish(MemoryUpdated(session_id=session_id, memory=content))
-
-    async def put_insight(self, session_id: str, content: str) -> None:
-        """Replace a session's pending insight; its next successful model call consumes it."""
-        await (await self._session(session_id)).put_insight(content)
-        await self.events.publish(InsightUpdated(session_id=session_id, insight=content))
-
-    async def clear_insight(self, session_id: str) -> None:
-        """Drop a session's pending insight."""
-        await (await self._session(session_id)).clear_insight()
-        await self.events.publish(InsightUpdated(session_id=session_id, insight=None))
-
-    async def rename_session(self, session_id: str, label: str) -> None:
-        """Give a session a new label; the identity line of its next model call follows."""
-        await (await self._session(session_id)).set_label(label)
-
-    async def consolidate_session(self, session_id: str) -> str:
-        """Consolidate a session's history into its memory now and return the memory."""
-        async with self._locks.hold(session_id):
-            session = await self._session(session_id)
-            memory = await self._consolidator.consolidate(session)
-        return memory
 
     # -- reflection ------------------------------------------------------------------------------
 

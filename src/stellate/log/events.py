@@ -120,6 +120,13 @@ def _of_type(kind: type, name: str) -> _Check:
     return check
 
 
+def _nullable(kind: type, name: str) -> _Check:
+    def check(value: Any) -> _Problem | None:
+        return None if value is None or type(value) is kind else ("", f"Input should be a valid {name} or null")
+
+    return check
+
+
 def _one_of(*choices: str) -> _Check:
     expected = " or ".join(repr(c) for c in choices)
 
@@ -210,6 +217,17 @@ EVENT_TYPES: Final[Mapping[str, _Schema]] = {
         "name": _STR,
         "mode": (_one_of("native", "tool"), True),
         "value": (_anything, True),
+    },
+    "model/called": {
+        "turn": _INT,
+        "step": _INT,
+        "provider": _STR,
+        "model": _STR,
+        "input_tokens": (_nullable(int, "integer"), True),
+        "output_tokens": (_nullable(int, "integer"), True),
+        "latency_ms": _INT,
+        "ttft_ms": (_nullable(int, "integer"), True),
+        "stop_reason": (_nullable(str, "string"), True),
     },
 }
 

@@ -1,0 +1,95 @@
+"""What `Agent` offers to read a forest and to write a session's slots (memory, insight, label).
+
+A base class of `Agent`, so the agent's module keeps to its lifecycle, turns and forks.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from stellate.agent.topology import SessionDigest, TopologyNode, build_forest, digest_of
+from stellate.engine.events import InsightUpdated, MemoryUpdated
+from stellate.log.messages import Message
+from stellate.store import BaseStore, SessionId
+
+if TYPE_CHECKING:
+    from stellate.agent._locks import SessionLocks
+    from stellate.agent.bus import EventBus
+    from stellate.agent.consolidation import Consolidator
+    from stellate.session.session import Session
+
+__all__ = ["AgentReads"]
+
+
+class AgentReads:
+    """Reading and slot writes; `Agent` provides the store, the session cache and the locks."""
+
+    events: EventBus
+    _locks: SessionLocks
+    _consolidator: Consolidator
+
+    async def store(self) -> BaseStore:
+        """The agent's store, opened on first use."""
+        raise NotImplementedError
+
+    async def _session(self, session_id: str, *, fresh: bool = True) -> Session:
+        raise NotImplementedError
+
+    # -- reading ---------------------------------------------------------------------------------
+
+    async def list_messages(self, session_id: str) -> list[Message]:
+        """The session's transcript as its model sees it (summary first when compressed)."""
+        return await (await self._session(session_id)).messages()
+
+    async def get_session_digest(self, session_id: str) -> SessionDigest:
+        """One session's digest.
+
+        Raises:
+            NotFoundError: unknown id.
+        """
+        return digest_of(await (await self.store()).get_session(SessionId(session_id)))
+
+    async def list_session_digests(self) -> list[SessionDigest]:
+        """Digests of every session, in creation order (one query)."""
+        return await (await self.store()).list_digests()
+
+    async def get_topology(self) -> list[TopologyNode]:
+        """The forest: roots in creation order, each with its subtree."""
+        return build_forest(await (await self.store()).list_sessions())
+
+    async def get_node(self, session_id: str) -> TopologyNode:
+        """One session's node with its subtree."""
+        store = await self.store()
+        root = await store.get_session(SessionId(session_id))
+        subtree = await store.subtree(root.id)
+        [node] = [n for n in build_forest(subtree) if n.id == session_id]
+        node.parent_id = root.parent_id
+        return node
+
+    # -- slots -----------------------------------------------------------------------------------
+
+    async def put_memory(self, session_id: str, content: str) -> None:
+        """Replace a session's memory."""
+        await (await self._session(session_id)).put_memory(content)
+        await self.events.publish(MemoryUpdated(session_id=session_id, memory=content))
+
+    async def put_insight(self, session_id: str, content: str) -> None:
+        """Replace a session's pending insight; its next successful model call consumes it."""
+        await (await self._session(session_id)).put_insight(content)
+        await self.events.publish(InsightUpdated(session_id=session_id, insight=content))
+
+    async def clear_insight(self, session_id: str) -> None:
+        """Drop a session's pending insight."""
+        await (await self._session(session_id)).clear_insight()
+        await self.events.publish(InsightUpdated(session_id=session_id, insight=None))
+
+    async def rename_session(self, session_id: str, label: str) -> None:
+        """Give a session a new label; the identity line of its next model call follows."""
+        await (await self._session(session_id)).set_label(label)
+
+    async def consolidate_session(self, session_id: str) -> str:
+        """Consolidate a session's history into its memory now and return the memory."""
+        async with self._locks.hold(session_id):
+            session = await self._session(session_id)
+            memory = await self._consolidator.consolidate(session)
+        return memory
