@@ -22,7 +22,17 @@ from stellate.store import BaseStore, SessionId
 if TYPE_CHECKING:
     from stellate.agent.agent import Agent
 
-__all__ = ["Branched", "TurnMessage", "branch_before", "stream_edit", "turn_messages", "user_message_of"]
+__all__ = [
+    "Branched",
+    "TurnMessage",
+    "branch_before",
+    "edit",
+    "last_turn",
+    "prepare_edit",
+    "stream_edit",
+    "turn_messages",
+    "user_message_of",
+]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -128,6 +138,26 @@ async def branch_before(
     return await agent.fork_session(session_id, options)
 
 
+async def prepare_edit(
+    agent: Agent, session_id: str, turn: int, content: str | None, *, label: str | None = None
+) -> tuple[SessionDigest, str]:
+    """Make the branch of an edit (``content``) or a regeneration (None) and return it with the message to run.
+
+    Raises:
+        UsageError: no such turn, or an empty message.
+        ForkError, ArchivedError: as `Agent.fork_session`.
+    """
+    store = await agent.store()
+    source_label = (await store.get_session(SessionId(session_id))).label
+    if content is None:
+        content = await user_message_of(store, session_id, turn)
+        label = label or f"{source_label} · regenerate {turn}"
+    elif not content.strip():
+        raise UsageError("an edited message needs some text")
+    branch = await branch_before(agent, session_id, turn, label=label or f"{source_label} · edit {turn}")
+    return branch, content
+
+
 async def stream_edit(
     agent: Agent, session_id: str, turn: int, content: str | None, *, label: str | None = None
 ) -> AsyncIterator[TurnEvent]:
@@ -135,14 +165,7 @@ async def stream_edit(
 
     The events are those of `Agent.stream`, their ``session_id`` the new branch's.
     """
-    store = await agent.store()
-    if content is None:
-        content = await user_message_of(store, session_id, turn)
-        label = label or f"{(await store.get_session(SessionId(session_id))).label} · regenerate {turn}"
-    elif not content.strip():
-        raise UsageError("an edited message needs some text")
-    label = label or f"{(await store.get_session(SessionId(session_id))).label} · edit {turn}"
-    branch = await branch_before(agent, session_id, turn, label=label)
+    branch, content = await prepare_edit(agent, session_id, turn, content, label=label)
     async for event in agent.stream(branch.id, content):
         yield event
 
