@@ -12,7 +12,7 @@ import pytest
 from stellate import Agent, tool
 from stellate.agent.replay import ReplayTurn
 from stellate.engine.events import TurnFinished
-from stellate.errors import UsageError
+from stellate.errors import ArchivedError, UsageError
 from stellate.llm.scripted import Reply, ScriptedLLM, tool_call
 from stellate.log.events import make_event
 from stellate.store import SessionId
@@ -235,3 +235,16 @@ def test_the_sync_facade_edits_regenerates_compares_and_replays(db: Path) -> Non
         comparison = agent.compare_sessions(edited.session.id, regenerated.session.id)
         assert comparison.ancestor_id == root.id and [row.turn for row in comparison.rows] == [1]
         assert replayed.session.label == "Again" and len(replayed.results) == 1
+
+
+async def test_an_inherited_turn_can_be_edited_and_an_archived_session_cannot(agent: Agent) -> None:
+    """Turn numbers count inherited turns: editing a child's inherited turn 1 cuts the chain by reference."""
+    sid = await three_turns(agent)
+    child = await agent.fork_session(sid, label="Child", context="inherit")
+    edited = await agent.edit_turn(child.id, 1, "first, again")
+    record = await (await agent.store()).get_session(SessionId(edited.session.id))
+    assert record.source_id == child.id and edited.session.parent_id == sid
+    assert [m.content for m in await agent.list_messages(edited.session.id)] == ["first, again", "re: ok"]
+    await agent.archive_session(child.id)
+    with pytest.raises(ArchivedError):
+        await agent.regenerate_turn(child.id)
