@@ -11,6 +11,7 @@ from ui_support import XSS, ServerThread, last_user, map_ids, open_ui, poll
 
 from stellate import Agent
 from stellate.llm.scripted import FunctionLLM
+from stellate.log.events import make_event
 from stellate.store import SessionId
 
 LONG = "please say back these many words so that the reply takes a while to stream out"
@@ -148,3 +149,41 @@ def test_the_replay_view_streams_each_turn_then_opens_the_comparison(server: Ser
     assert "echo: two" in row.locator(".compare-cell").nth(0).inner_text()
     assert server.run(agent.get_session_digest(branch)).parent_id == root.id
     assert [m.content for m in server.run(agent.list_messages(root.id))][-1] == "echo: two"
+
+
+def _logged_turn(turn: int, user: str, reply: str, tokens: tuple[int | None, int], latency: int) -> list[Any]:
+    called = {"turn": turn, "step": 1, "provider": "p", "model": "logged-model", "input_tokens": tokens[0],
+              "output_tokens": tokens[1], "latency_ms": latency, "ttft_ms": None, "stop_reason": "stop"}  # fmt: skip
+    return [
+        make_event("turn/start", {"turn": turn}),
+        make_event("user/message", {"content": user}),
+        make_event("step/start", {"turn": turn, "step": 1}),
+        make_event("assistant/message", {"content": reply, "tool_calls": []}),
+        make_event("model/called", called),
+        make_event("step/end", {"turn": turn, "step": 1}),
+        make_event("turn/end", {"turn": turn, "reason": "completed"}),
+    ]
+
+
+async def _logged_pair(agent: Agent) -> tuple[str, str]:
+    store = await agent.store()
+    turns = [*_logged_turn(1, "q1", "a1", (10, 4), 100), *_logged_turn(2, "q2", "a2", (20, 6), 250)]
+    a = await store.create_session(events=[make_event("session/created", {"label": "Logged A"}), *turns])
+    b = await store.create_session(
+        events=[make_event("session/created", {"label": "Logged B"}), *_logged_turn(1, "q1", "b1", (None, 5), 80)]
+    )
+    return a.id, b.id
+
+
+def test_the_compare_view_shows_totals_and_unknown_tokens(server: ServerThread, page: Any) -> None:
+    """Totals per side come from the model calls in the log; a provider that sent no tokens shows as unknown."""
+    a, b = server.run(_logged_pair(server.agents["default"]))
+    open_ui(page, server.url, f"#/compare/{a}/{b}")
+    page.locator(".compare-side").first.wait_for()
+    left, right = page.locator(".compare-side").all()
+    assert left.locator(".calls").inner_text() == "2" and left.locator(".tokens").inner_text() == "30 in / 10 out"
+    assert left.locator(".latency").inner_text() == "350 ms"
+    assert right.locator(".tokens").inner_text() == "unknown"
+    assert page.locator(".compare-shared summary").inner_text() == "No common ancestor: nothing is shared"
+    assert "1 calls, 100 ms" in page.locator(".compare-row[data-turn='1'] .turn-usage").first.inner_text()
+    assert page.locator(".compare-row[data-turn='2'] .compare-cell.missing").inner_text() == "(no such turn)"

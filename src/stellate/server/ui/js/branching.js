@@ -72,6 +72,7 @@ export async function adoptBranchTurn(page) {
   if (!pending || pending.id !== page.id) return;
   const { state } = pending;
   pending = null;
+  if (!page.detail) return; // the branch could not be loaded: the page says why
   const turn = { controller: new AbortController(), bubble: null, text: '', cards: new Map() };
   page.streaming = turn;
   page.setBusy(true);

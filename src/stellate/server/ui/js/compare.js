@@ -102,6 +102,7 @@ function turnCell(turn) {
     turn.tool_calls.length ? h('ul', { class: 'compare-tools' }, turn.tool_calls.map((call) =>
       h('li', { class: call.is_error ? 'error' : '', translate: 'no', text: `${call.name}(${call.arguments})` }))) : null,
     h('div', { class: 'compare-reply', translate: 'no', text: turn.reply }),
-    h('p', { class: 'muted' }, turn.model ? h('span', { translate: 'no', text: turn.model + ' · ' }) : null,
-      turn.reason ? t('compare.reason.' + turn.reason) : t('compare.reason.open')));
+    h('p', { class: 'muted turn-usage' }, turn.model ? h('span', { translate: 'no', text: turn.model + ' · ' }) : null,
+      turn.reason ? t('compare.reason.' + turn.reason) : t('compare.reason.open'),
+      turn.usage.calls ? ` · ${t('compare.turnUsage', { calls: turn.usage.calls, ms: turn.usage.latency_ms })}` : null));
 }
