@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from stellate import Agent, tool
+from stellate import Agent, ForkProfile, tool
 from stellate.agent.replay import ReplayTurn
 from stellate.engine.events import TurnFinished
 from stellate.errors import ArchivedError, UsageError
@@ -248,3 +248,17 @@ async def test_an_inherited_turn_can_be_edited_and_an_archived_session_cannot(ag
     await agent.archive_session(child.id)
     with pytest.raises(ArchivedError):
         await agent.regenerate_turn(child.id)
+
+
+async def test_replay_with_a_profile_takes_the_profiles_prompt(db: Path) -> None:
+    """A profile given to a replay shapes the branch as it shapes any fork; the source's prompt is untouched."""
+    llm = echo_llm()
+    profiles = {"brief": ForkProfile(system_prompt="Answer in one line.", system_prompt_mode="preset")}
+    async with Agent(f"sqlite:///{db}", llm=llm, profiles=profiles) as agent:
+        root = await agent.create_session(label="P", system_prompt="Answer at length.")
+        await agent.turn(root.id, "one")
+        replayed = await agent.replay_session(root.id, from_turn=1, profile="brief")
+        assert llm.requests[-1].messages[0].content == "Answer in one line."
+        assert replayed.session.label == "P · replay 1 (brief)"
+        record = await (await agent.store()).get_session(SessionId(root.id))
+        assert record.slots.system_prompt == "Answer at length."
