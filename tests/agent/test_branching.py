@@ -201,6 +201,11 @@ async def test_compare_marks_differing_tool_calls_between_cousins(db: Path) -> N
         stranger = await agent.create_session(label="Other")
         unrelated = await agent.compare_sessions(left.id, stranger.id)
         assert unrelated.ancestor_id is None and unrelated.shared_through_seq == -1
+        fresh = await agent.fork_session(root.id, label="Fresh", context="none")
+        await agent.turn(fresh.id, "new start")
+        cousin = await agent.compare_sessions(left.id, fresh.id)
+        assert cousin.ancestor_id == root.id and cousin.shared_through_seq == -1 and cousin.shared_turns == []
+        assert [row.turn for row in cousin.rows] == [1, 2]
 
 
 async def test_replay_reruns_the_user_messages_with_another_model_into_a_sibling(db: Path) -> None:

@@ -89,6 +89,7 @@ def test_regenerate_runs_the_last_turn_again_in_a_new_branch(server: ServerThrea
     server.run(agent.turn(root.id, "two"))
     open_ui(page, server.url, f"#/chat/{root.id}")
     reply = page.locator(".msg.assistant", has_text="echo: two")
+    reply.wait_for()
     assert page.locator(".msg.assistant", has_text="echo: one").get_by_role("button", name="Regenerate").count() == 1
     reply.get_by_role("button", name="Regenerate").click()
     branch = poll(

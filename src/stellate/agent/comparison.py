@@ -71,7 +71,7 @@ class Comparison:
     a: ComparedSide
     b: ComparedSide
     ancestor_id: str | None
-    """The nearest session both read their history from (None: unrelated sessions)."""
+    """The nearest session both descend from by forks (None: unrelated sessions)."""
     shared_through_seq: int
     """Last seq both logs share (-1: nothing shared)."""
     shared_turns: list[TurnView]
@@ -115,8 +115,8 @@ async def _lineage(store: BaseStore, session_id: str) -> Chain:
     record = await store.get_session(SessionId(session_id))
     chain: Chain = [(record, None)]
     limit: int | None = None
-    while record.source_id is not None and record.inherited > 0:
-        cut = record.inherited - 1
+    while record.source_id is not None:
+        cut = record.inherited - 1  # -1: a fork without inherited history shares nothing, but has an ancestor
         limit = cut if limit is None else min(limit, cut)
         try:
             record = await store.get_session(record.source_id)

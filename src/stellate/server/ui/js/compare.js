@@ -76,9 +76,9 @@ function picker(label, value) {
 
 function side(found) {
   const totals = found.totals;
-  const tokens = totals.input_tokens === null || totals.output_tokens === null
-    ? t('compare.unknown')
-    : t('compare.tokens', { input: totals.input_tokens, output: totals.output_tokens });
+  const tokens = !totals.calls ? t('compare.noCalls')
+    : totals.input_tokens === null || totals.output_tokens === null ? t('compare.unknown')
+      : t('compare.tokens', { input: totals.input_tokens, output: totals.output_tokens });
   return h('div', { class: 'compare-side', dataset: { id: found.id } },
     h('h2', {}, h('a', { href: '#/chat/' + encodeURIComponent(found.id), translate: 'no', text: found.label || found.id })),
     h('p', { class: 'muted mono', translate: 'no', text: found.id }),
