@@ -37,8 +37,12 @@ async def build_and_compare(operations: list[tuple[str, int, int]]) -> None:
             elif kind == "fork":
                 ids.append((await agent.fork_session(source, label=f"fork {n}", context="inherit")).id)
             else:
-                edited = await agent.edit_turn(source, (turn - 1) % turns + 1, f"edit {n}", label=f"edit {n}")
+                number = (turn - 1) % turns + 1
+                edited = await agent.edit_turn(source, number, f"edit {n}", label=f"edit {n}")
                 ids.append(edited.session.id)
+                starts = await (await agent.store()).read_events(SessionId(source), types=("turn/start",))
+                start = next(e.seq for e in starts if e.data["turn"] == number)
+                assert (await (await agent.store()).get_session(SessionId(edited.session.id))).inherited == start
         store = await agent.store()
         logs = {sid: await store.read_events(SessionId(sid)) for sid in ids}
         for a, b in itertools.combinations_with_replacement(ids, 2):

@@ -62,8 +62,19 @@ async def turn_start_seq(store: BaseStore, session_id: str, turn: int) -> int:
     record = await store.get_session(SessionId(session_id))
     if isinstance(turn, bool) or not isinstance(turn, int) or not 1 <= turn <= record.turn_count:
         raise UsageError(f"session {session_id} has turns 1..{record.turn_count}; choose one of them, not {turn!r}")
-    starts = await store.read_events(SessionId(session_id), types=("turn/start",))
-    return next(event.seq for event in starts if event.data["turn"] == turn)
+    # Turns are numbered in log order: a binary search over seqs finds the turn with O(log n) indexed reads,
+    # so a branch costs (nearly) the same whatever the length of the history it is cut from.
+    low, high = 0, record.next_seq  # the turn/start sought lies in [low, high)
+    while low < high:
+        middle = (low + high) // 2
+        found = await store.read_events(record.id, start=middle, types=("turn/start",), limit=1)
+        if found and found[0].data["turn"] == turn:  # the first turn/start from ``middle`` on is the one sought
+            return found[0].seq
+        if found and found[0].data["turn"] < turn:
+            low = found[0].seq + 1
+        else:
+            high = middle
+    raise UsageError(f"session {session_id} has no turn/start of turn {turn} in its log")  # pragma: no cover
 
 
 async def turn_messages(store: BaseStore, session_id: str, *, from_turn: int = 1) -> list[TurnMessage]:
@@ -92,10 +103,11 @@ async def user_message_of(store: BaseStore, session_id: str, turn: int) -> str:
     Raises:
         UsageError: no such turn, or a turn without a user message.
     """
-    found = await turn_messages(store, session_id, from_turn=turn)
-    if not found or found[0].turn != turn:
+    start = await turn_start_seq(store, session_id, turn)
+    found = await store.read_events(SessionId(session_id), start=start, types=("turn/start", "user/message"), limit=2)
+    if len(found) < 2 or found[1].type != "user/message":
         raise UsageError(f"turn {turn} of session {session_id} has no user message to run again")
-    return found[0].content
+    return str(found[1].data["content"])
 
 
 async def branch_before(
