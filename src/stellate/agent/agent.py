@@ -16,6 +16,7 @@ from typing import Any
 from stellate.agent._locks import SessionLocks
 from stellate.agent.bus import EventBus, Hook
 from stellate.agent.consolidation import Consolidator
+from stellate.agent.erasing import AgentErasure
 from stellate.agent.forking import Forker
 from stellate.agent.reading import AgentReads
 from stellate.agent.reflecting import reflect
@@ -54,7 +55,7 @@ __all__ = ["Agent"]
 DEFAULT_STORE = "sqlite:///stellate.db"
 
 
-class Agent(AgentReads):
+class Agent(AgentReads, AgentErasure):
     """Branching conversations over a store.
 
     Args:

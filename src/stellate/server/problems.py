@@ -88,6 +88,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "store_error": 503,
     "store_unavailable": 503,
     "internal_error": 500,
+    "has_dependents": 409,
 }
 
 _BY_CLASS: tuple[tuple[type[StellateError], int], ...] = (
