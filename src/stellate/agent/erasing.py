@@ -135,4 +135,5 @@ class AgentErasure:
         self._sessions.forget([*plan.erased, *plan.kept])
         for sid in plan.erased:
             await self.events.publish(SessionErased(session_id=sid, erased_by=by))
+        await self.events_recorded()  # a client reading the history after the erase finds it there
         return plan
