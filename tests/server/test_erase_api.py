@@ -102,9 +102,7 @@ async def test_prune_over_http_dry_run_then_for_real(client: httpx.AsyncClient) 
     assert [d["id"] for d in (await client.get("/sessions")).json()["items"]] == [live]
 
 
-async def test_tombstones_name_the_key_and_a_read_only_key_may_not_erase(
-    keyed: httpx.AsyncClient, keys: Keys
-) -> None:
+async def test_tombstones_name_the_key_and_a_read_only_key_may_not_erase(keyed: httpx.AsyncClient, keys: Keys) -> None:
     """An erase with a key records the key's id; a read-only key gets 403; another space sees nothing."""
     sid = await create(keyed, "mine", **bearer(keys.alpha))
     refused = await keyed.delete(f"/sessions/{sid}", headers=bearer(keys.alpha_read_only))
