@@ -9,13 +9,17 @@ from __future__ import annotations
 import argparse
 import re
 import sys
+from typing import TYPE_CHECKING
 
 from stellate.cli.invocation import Invocation
 from stellate.cli.lookup import resolve_session
 from stellate.errors import UsageError
 from stellate.store.erasure import Dependents, ErasePlan
 
-__all__ = ["add_delete_parser", "add_prune_parser", "parse_age"]
+if TYPE_CHECKING:
+    from stellate.server.pruning import PrunePolicy
+
+__all__ = ["add_delete_parser", "add_prune_parser", "add_serve_prune_options", "parse_age", "prune_policy"]
 
 _AGE = re.compile(r"^(\d+(?:\.\d+)?)([smhdw])$")
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -114,3 +118,25 @@ async def prune(inv: Invocation) -> int:
     for line in _describe(plan):
         out.print(line, soft_wrap=True)
     return 0
+
+
+def add_serve_prune_options(parser: argparse.ArgumentParser) -> None:
+    """``stellate serve --prune-archived-after AGE [--prune-every AGE]``."""
+    parser.add_argument(
+        "--prune-archived-after",
+        dest="prune_after",
+        type=parse_age,
+        metavar="AGE",
+        help="erase archived sessions idle longer than AGE (e.g. 30d), at startup and every --prune-every",
+    )
+    parser.add_argument(
+        "--prune-every", dest="prune_every", type=parse_age, default=3600.0, metavar="AGE", help="default 1h"
+    )
+
+
+def prune_policy(args: argparse.Namespace) -> PrunePolicy | None:
+    """The server's pruning from the flags, or None when ``--prune-archived-after`` is not given."""
+    from stellate.server.pruning import PrunePolicy
+
+    after = getattr(args, "prune_after", None)
+    return None if after is None else PrunePolicy(older_than=after, every=max(args.prune_every, 1.0))
