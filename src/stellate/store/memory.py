@@ -170,6 +170,8 @@ class MemoryStore(BaseStore):
 
     async def _write_segment_rows(self, segments: Sequence[StoredSegment]) -> None:
         for segment in segments:
+            if segment.session_id not in self._records:
+                continue  # erased meanwhile: a segment never outlives its session
             self._segments_by_session.setdefault(segment.session_id, {})[segment.start, segment.end] = segment
 
     async def append_history(self, entries: Sequence[NewHistoryEntry]) -> list[HistoryEntry]:

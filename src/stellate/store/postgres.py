@@ -102,7 +102,9 @@ _SELECT_SEGMENTS = (
 )
 _INSERT_SEGMENTS = (
     "INSERT INTO fold_segments (session_id, start_seq, end_seq, data)"
-    " SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[])"
+    " SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[]) AS s(id, start_seq, end_seq, data)"
+    # Only beside a session that exists (locked against a concurrent erase), so none outlives its session.
+    " WHERE EXISTS (SELECT 1 FROM sessions WHERE sessions.id = s.id FOR SHARE)"
     " ON CONFLICT (session_id, start_seq, end_seq) DO UPDATE SET data = EXCLUDED.data"
 )
 # One statement, one round trip: its notifications go out, in array order, when it commits.

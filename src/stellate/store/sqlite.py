@@ -160,7 +160,11 @@ _UPDATE_STATE = f"UPDATE sessions SET {', '.join(c + ' = ?' for c in STATE_COLUM
 _SELECT_SEGMENTS = (
     "SELECT session_id, start_seq, end_seq, data FROM fold_segments WHERE session_id = ? AND end_seq <= ?"
 )
-_INSERT_SEGMENT = "INSERT OR REPLACE INTO fold_segments (session_id, start_seq, end_seq, data) VALUES (?, ?, ?, ?)"
+# Only beside a session that exists: a writer that kept a session open must not leave rows after its erase.
+_INSERT_SEGMENT = (
+    "INSERT OR REPLACE INTO fold_segments (session_id, start_seq, end_seq, data)"
+    " SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM sessions WHERE id = ?1)"
+)
 _INSERT_HISTORY = "INSERT INTO event_history (space, id, time, kind, data) VALUES (?, ?, ?, ?, ?)"
 _SELECT_TYPES = "SELECT type FROM events WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq"
 _TAKEN = "SELECT 1 FROM sessions WHERE id = ? UNION ALL SELECT 1 FROM tombstones WHERE id = ?"

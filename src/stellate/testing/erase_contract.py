@@ -27,6 +27,7 @@ __all__ = [
     "test_erase_refuses_dependents_without_a_choice",
     "test_erase_removes_the_session_and_leaves_a_tombstone",
     "test_erase_removes_history_rows_and_fold_segments_of_the_session",
+    "test_fold_segments_written_after_the_erase_are_not_kept",
     "test_erasing_a_middle_session_keeps_its_forks_whole",
     "test_keep_copies_the_inherited_prefix_into_each_dependent",
     "test_nothing_writes_to_an_erased_session",
@@ -198,3 +199,14 @@ async def test_erase_removes_history_rows_and_fold_segments_of_the_session(store
     page = await store.read_history()
     assert [json.loads(e.data)["session_id"] for e in page.entries] == ["b"]
     assert [s.session_id for s in await store.read_fold_segments(S("b"))] == ["b"]
+
+
+async def test_fold_segments_written_after_the_erase_are_not_kept(store: BaseStore) -> None:
+    """A writer that still held the session open stores no fold segment for it once it is erased."""
+    await with_turns(store, "a", 1)
+    await store.erase_sessions([S("a")])
+    await store.write_fold_segments([StoredSegment(session_id=SessionId("a"), start=0, end=7, data="late")])
+    await with_turns(store, "b", 1)
+    await store.write_fold_segments([StoredSegment(session_id=SessionId("b"), start=0, end=7, data="{}")])
+    assert [s.session_id for s in await store.read_fold_segments(S("b"))] == ["b"]
+    assert await store._read_segment_rows(SessionId("a"), None) == []
