@@ -172,3 +172,16 @@ async def test_an_erase_waits_for_a_running_turn_or_answers_busy(store: BaseStor
     with pytest.raises(NotFoundError):
         await agent.turn(root.id, "after")
     await agent.close()
+
+
+async def test_a_secret_in_an_overwritten_memory_leaves_no_copy_either(store: BaseStore) -> None:
+    """A memory holding the secret, replaced twice before the erase, leaves no stale bytes in the database."""
+    agent = _agent(store)
+    root = await agent.create_session(label="memories")
+    await agent.put_memory(root.id, f"first memory with {SECRET}")
+    await agent.put_memory(root.id, "a clean memory")
+    await agent.put_insight(root.id, f"insight with {SECRET}")
+    await agent.put_insight(root.id, "a clean insight")
+    await agent.erase_session(root.id)
+    await agent.close()
+    assert SECRET.encode() not in await stored_text(store)

@@ -1,6 +1,7 @@
 """The SQLite half of an erase (`stellate.store.erasure`): one write transaction, then the file scrubbed.
 
-The transaction runs with ``PRAGMA secure_delete`` on, so SQLite overwrites the freed content with zeros, and
+The transaction runs with ``PRAGMA secure_delete`` on, so SQLite overwrites the freed content with zeros (every
+connection zeroes freed cells at all times, at least with ``FAST``, so older versions of a slot are gone too), and
 the WAL is then checkpointed with ``TRUNCATE``: the zeroed pages reach the database file and the log that held
 the old frames is cut to nothing. Foreign keys are off for the transaction only, because a surviving child may
 hang from an erased parent (it then reads as a root; its ``parent_id`` still names the tombstone).
@@ -66,6 +67,7 @@ def erase_sync(
     """Plan and (unless ``dry_run``) carry out an erase on the store thread's connection."""
     if dry_run:
         return _plan(db, space, targets, dependents, now)
+    usual = int(db.execute("PRAGMA secure_delete").fetchone()[0])
     try:
         db.execute("PRAGMA foreign_keys = OFF")
         db.execute("PRAGMA secure_delete = ON")
@@ -73,7 +75,7 @@ def erase_sync(
             plan = _plan(db, space, targets, dependents, now)
             _erase_planned(db, space, plan, _lineage(db, space), by, now)
     finally:
-        db.execute("PRAGMA secure_delete = OFF")
+        db.execute(f"PRAGMA secure_delete = {usual}")  # the connection's own setting (sqlite_connections)
         db.execute("PRAGMA foreign_keys = ON")
     return replace(plan, scrubbed=checkpoint_truncate(db))
 
