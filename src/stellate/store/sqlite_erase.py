@@ -39,6 +39,7 @@ _DELETE_RECORD = "DELETE FROM sessions WHERE id = ? AND space = ?"
 _SELECT_LEASE = "SELECT lease_owner, lease_token, lease_acquired_at, lease_expires_at FROM sessions WHERE id = ?"
 _UNINHERIT = "UPDATE sessions SET inherited = 0 WHERE id = ?"
 _EXISTS = "SELECT 1 FROM sessions WHERE id = ? AND space = ?"
+_SECURE_DELETE = {0: "OFF", 1: "ON", 2: "FAST"}  # what ``PRAGMA secure_delete`` reads -> what it is set with
 
 
 def check_lineage_exists(db: sqlite3.Connection, record: SessionRecord, space: str) -> None:
@@ -67,7 +68,7 @@ def erase_sync(
     """Plan and (unless ``dry_run``) carry out an erase on the store thread's connection."""
     if dry_run:
         return _plan(db, space, targets, dependents, now)
-    usual = int(db.execute("PRAGMA secure_delete").fetchone()[0])
+    usual = _SECURE_DELETE[int(db.execute("PRAGMA secure_delete").fetchone()[0])]
     try:
         db.execute("PRAGMA foreign_keys = OFF")
         db.execute("PRAGMA secure_delete = ON")
