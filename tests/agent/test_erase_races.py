@@ -16,10 +16,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from test_lease_processes import read_line, store, store_url, workers
+from test_lease_processes import new_session, read_line, store, store_url, workers
+from test_lease_processes import start as start_lease_worker
 
 from stellate import Agent
-from stellate.errors import NotFoundError
+from stellate.errors import NotFoundError, SessionBusyError
 from stellate.llm.scripted import ScriptedLLM
 from stellate.log import check_log, make_event
 from stellate.store import BaseStore, Boundary, ForkRequest, SessionId
@@ -179,3 +180,29 @@ async def _check_whole_or_none(
         assert (await store.get_session(SessionId(child))).inherited == full
         assert _dump(await store.read_events(SessionId(child))) == expected[child]
     return "whole"
+
+
+async def test_an_erase_waits_for_a_turn_in_another_process_or_answers_busy(
+    store: BaseStore, store_url: str, workers: list[subprocess.Popen[str]], tmp_path: Path
+) -> None:
+    """While another process runs a turn, an erase with no wait answers session_busy and erases nothing; one
+    that waits erases right after that turn completed, and the turn is never cut short."""
+    sid = await new_session(store)
+    go = tmp_path / "go"
+    holder = start_lease_worker(workers, store_url, sid, "hold", str(go), "30")
+    assert await read_line(holder) == "IN-MODEL"
+    async with Agent(store, llm=ScriptedLLM(default="ok")) as agent:
+        with pytest.raises(SessionBusyError) as info:
+            await agent.erase_session(sid, busy_timeout=0)
+        assert info.value.code == "session_busy"
+        assert (await store.get_session(SessionId(sid))).turn_count == 1
+        waiting = asyncio.create_task(agent.erase_session(sid, busy_timeout=30))
+        await asyncio.sleep(0.3)
+        assert not waiting.done(), "the erase waits for the turn"
+        go.write_text("now")
+        assert await read_line(holder) == "DONE completed"
+        plan = await waiting
+    assert plan.erased == (sid,)
+    assert holder.wait(timeout=30) == 0
+    with pytest.raises(NotFoundError):
+        await store.get_session(SessionId(sid))
