@@ -99,10 +99,10 @@ class AgentErasure:
         would go and erases nothing.
 
         Raises:
-            UsageError: ``older_than`` is negative.
+            UsageError: ``older_than`` is negative, not finite or absurdly large.
         """
-        if older_than < 0:
-            raise UsageError("older_than must be >= 0 seconds")
+        if not 0 <= older_than < 1e11:  # about 3,000 years; also refuses NaN and infinity
+            raise UsageError("older_than must be a number of seconds from 0 to 1e11")
         store = await self.store()
         cutoff = store.clock() - round(older_than * 1000)
         named = [d.id for d in await store.list_digests() if d.status == "archived" and d.last_activity < cutoff]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from stellate.agent import SessionDigest, TopologyNode
 from stellate.engine import ForkOptions
@@ -362,6 +362,6 @@ class TombstoneOut(BaseModel):
 class PruneBody(_Body):
     """Erase the space's archived sessions whose last activity is older than ``older_than`` seconds."""
 
-    older_than: float = Field(ge=0, description="seconds since the last activity")
-    dry_run: bool = False
+    older_than: float = Field(ge=0, le=1e11, strict=True, description="seconds since the last activity")
+    dry_run: StrictBool = False
     """Name what would go, erase nothing."""

@@ -83,7 +83,7 @@ async def prune(body: PruneBody, caller: CallerDep) -> ErasePlanOut:
     return _out(await caller.agent.prune_sessions(body.older_than, dry_run=body.dry_run, by=_by(caller)))
 
 
-@router.get("/tombstones", response_model=list[TombstoneOut])
+@router.get("/tombstones", response_model=list[TombstoneOut], responses=problem_responses())
 async def list_tombstones(caller: CallerDep) -> list[TombstoneOut]:
     """What remains of the space's erased sessions, oldest erase first."""
     return [
