@@ -111,6 +111,10 @@ class SyncClient:
         """See `Agent.reflect`."""
         return self._call(lambda: self.client.reflect(synthesis_session_id=synthesis_session_id))
 
+    def capabilities(self) -> dict[str, Any]:
+        """See `Client.capabilities`."""
+        return self._call(self.client.capabilities)
+
 
 async def _make(*args: Any, **kwargs: Any) -> Client:
     return Client(*args, **kwargs)

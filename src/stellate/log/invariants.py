@@ -42,6 +42,8 @@ class Cursor:
     last_end_seq: int = -1
     """Seq of the newest ``turn/end`` (-1 before the first): lets a store fork at the latest completed turn
     without a query."""
+    inherited_turns: int = 0
+    """Turns read from a fork source by reference (a fork's own turns are ``last_turn - inherited_turns``)."""
 
     @property
     def unanswered(self) -> tuple[str, ...]:
@@ -61,6 +63,7 @@ class Cursor:
             "started": list(self.started),
             "answered": list(self.answered),
             "last_end_seq": self.last_end_seq,
+            "inherited_turns": self.inherited_turns,
         }
 
     @classmethod
@@ -77,6 +80,7 @@ class Cursor:
             started=tuple(data["started"]),
             answered=tuple(data["answered"]),
             last_end_seq=data.get("last_end_seq", -1),
+            inherited_turns=data.get("inherited_turns", 0),  # stored before it was kept: counted as own
         )
 
 

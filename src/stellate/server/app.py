@@ -13,6 +13,7 @@ from stellate.agent import Agent
 from stellate.server.keys import KeyRing
 from stellate.server.limits import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY, BodyLimit
 from stellate.server.problems import install_problem_handlers
+from stellate.server.reflection_schedule import reflection_schedule
 from stellate.server.routes import events, forks, log, meta, sessions, turns
 from stellate.server.security import BrowserGuard, HostPolicy
 from stellate.server.spaces import AgentFactory, Spaces
@@ -51,6 +52,7 @@ def create_app(
     max_streams_per_space: int = DEFAULT_STREAMS_PER_SPACE,
     shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
     store_name: str = "",
+    reflect_every: float | None = None,
 ) -> FastAPI:
     """The API over ``agent``.
 
@@ -68,6 +70,8 @@ def create_app(
         max_streams_per_space: Event streams one space may hold open (429 past it).
         shutdown_grace: Seconds running turns get to finish at shutdown before they are aborted.
         store_name: What ``/v1/info`` says about the store (never a password).
+        reflect_every: Seconds between scheduled reflections of each space whose agent has a reflector (once
+            per interval across the workers sharing the store); None reflects only on request.
     """
     state = ServerState(
         spaces=Spaces(agent, spaces),
@@ -75,6 +79,7 @@ def create_app(
         keys=keys,
         store_name=store_name,
         shutdown_grace=shutdown_grace,
+        reflect_every=reflect_every,
     )
     # The API docs page serves Swagger UI from the package, not from a CDN: it works offline.
     app = FastAPIOffline(
@@ -103,8 +108,9 @@ def create_app(
 
 @contextlib.asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """At shutdown: running turns get their grace period, then every space's agent is closed."""
-    yield
+    """Reflect on schedule while serving; at shutdown, running turns get their grace, then the agents close."""
     state: ServerState = app.state.stellate
+    async with reflection_schedule(state.spaces, state.reflect_every):
+        yield
     await state.turns.shutdown(state.shutdown_grace)
     await state.spaces.close()

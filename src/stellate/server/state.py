@@ -25,6 +25,8 @@ class ServerState:
     keys: KeyRing | None
     store_name: str
     shutdown_grace: float
+    reflect_every: float | None = None
+    """Seconds between scheduled reflections (`stellate.server.reflection_schedule`); None: on request only."""
 
 
 def server_state(request: Request) -> ServerState:
