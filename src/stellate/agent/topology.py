@@ -26,6 +26,8 @@ class TopologyNode:
     last_activity: int
     inherited_turns: int = 0
     """Of ``turn_count``, the turns read from the fork source (the session's own: the difference)."""
+    created_at: int = 0
+    """Epoch ms of its creation (tells apart sessions with the same label)."""
     depth: int = 0
     children: list[TopologyNode] = field(default_factory=list)
 
@@ -42,6 +44,7 @@ def build_forest(records: Iterable[SessionRecord]) -> list[TopologyNode]:
             turn_count=r.turn_count,
             last_activity=r.slots.last_activity,
             inherited_turns=r.inherited_turns,
+            created_at=r.created_at,
         )
         for r in records
     }
