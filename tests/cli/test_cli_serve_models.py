@@ -34,10 +34,11 @@ def _port() -> int:
 
 
 @contextlib.asynccontextmanager
-async def serving(cwd: Path, *args: str) -> AsyncIterator[httpx.AsyncClient]:
+async def serving(cwd: Path, *args: str, out: list[str] | None = None) -> AsyncIterator[httpx.AsyncClient]:
     """``stellate serve`` in a child process until the block ends; yields a client of its ``/v1`` once healthy.
 
     The client is async: the model's mock answers from this test's event loop, which must not be blocked.
+    What the server printed is added to ``out`` once it has stopped.
     """
     port = _port()
     env = {**os.environ, "HOME": str(cwd / "home"), "OPENAI_API_KEY": "test"}
@@ -60,7 +61,9 @@ async def serving(cwd: Path, *args: str) -> AsyncIterator[httpx.AsyncClient]:
     finally:
         if child.returncode is None:
             child.terminate()
-        await asyncio.wait_for(child.communicate(), 20)
+        printed, _ = await asyncio.wait_for(child.communicate(), 20)
+        if out is not None:
+            out.append(printed.decode())
 
 
 def _is_reflection(request: MockRequest) -> bool:
@@ -80,11 +83,18 @@ def answers(reflection: MockStep) -> Any:
 async def test_serve_asks_the_server_for_its_model_and_reports_provider_model_and_base_url(tmp_path: Path) -> None:
     async with MockLLMServer(handler=answers(MockReply(text="ok")), models=["qwen2.5-7b"]) as model:
         base = model.openai_base_url
-        async with serving(tmp_path, "--provider", "openai", "--base-url", base) as http:
+        banner: list[str] = []
+        async with serving(tmp_path, "--provider", "openai", "--base-url", base, out=banner) as http:
             caps = (await http.get("/capabilities")).json()
             sid = (await http.post("/sessions", json={"label": "s"})).json()["id"]
             (await http.post(f"/sessions/{sid}/turns", json={"content": "hi"})).raise_for_status()
     assert caps["default_model"] == {"provider": "openai", "model": "qwen2.5-7b", "base_url": base}
+    lines = banner[0].splitlines()
+    assert lines[1].startswith("devtools UI (the star map): http://127.0.0.1:"), "the UI's address stays second"
+    assert lines[2:4] == [
+        f"model: openai · qwen2.5-7b · at {base}",
+        "reflector: off (--reflector or a [reflector] table in the config file turns it on)",
+    ]
     assert [r.body["model"] for r in model.requests] == ["qwen2.5-7b"]
 
 
@@ -105,7 +115,11 @@ async def test_a_reflector_from_flags_reflects_with_its_own_model_and_prompt(tmp
         base = model.openai_base_url
         flags = ["--provider", "openai", "--base-url", base, "--model", "a"]
         flags += ["--reflector-model", "b", "--reflector-prompt", "reflect.txt"]
-        async with serving(tmp_path, *flags) as http, Client(str(http.base_url).removesuffix("/v1/")) as client:
+        banner: list[str] = []
+        async with (
+            serving(tmp_path, *flags, out=banner) as http,
+            Client(str(http.base_url).removesuffix("/v1/")) as client,
+        ):
             caps = await client.capabilities()
             await client.create_session(label="branch")
             found = await client.reflect()
@@ -118,6 +132,7 @@ async def test_a_reflector_from_flags_reflects_with_its_own_model_and_prompt(tmp
         "every_seconds": None,
     }
     assert found.synthesis == "The plan holds."
+    assert "reflector: openai · b, own prompt, on request" in banner[0]
     [asked] = [r for r in model.requests if _is_reflection(r)]
     assert asked.body["model"] == "b" and asked.body["messages"][0]["content"] == "Reflect, briefly, in JSON."
 
@@ -151,6 +166,7 @@ async def test_the_config_files_reflector_runs_on_its_schedule(tmp_path: Path) -
                     break
                 await asyncio.sleep(0.05)
     assert caps["reflection"]["every_seconds"] == 0.2 and caps["reflection"]["prompt"] == "built-in"
+    assert [r.body["model"] for r in model.requests if _is_reflection(r)][0] == "m", "the served model reflects"
     assert insight == "look at the budget"
     assert "你统筹" in next(r for r in model.requests if _is_reflection(r)).body["messages"][0]["content"]
 

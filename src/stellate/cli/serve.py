@@ -203,11 +203,12 @@ async def serve(inv: Invocation) -> int:
             inv.consoles.out.print(
                 _startup_line(args.host, port, database, keyring, with_keys, configured), soft_wrap=True
             )
-            if configured:
-                inv.consoles.out.print(f"model: {describe_provider(settings, llm, offered=offered)}", soft_wrap=True)
-            inv.consoles.out.print(_reflector_line(wanted, reflector), soft_wrap=True)
             url = ui_url(args.host, port)
             inv.consoles.out.print(f"devtools UI (the star map): {url}", soft_wrap=True)
+            if configured:  # markup=False: "[reflector]" and model names are text, not styles
+                model_line = f"model: {describe_provider(settings, llm, offered=offered)}"
+                inv.consoles.out.print(model_line, soft_wrap=True, markup=False)
+            inv.consoles.out.print(_reflector_line(wanted, reflector), soft_wrap=True, markup=False)
             await serve_and_open(BoundServer(config, sock), url if args.open else None)
     return 0
 
