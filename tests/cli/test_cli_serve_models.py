@@ -107,6 +107,7 @@ async def test_without_a_reflector_capabilities_say_so_and_reflect_is_refused(tm
         refused = await http.post("/reflect", json={})
     assert (caps["reflector"], caps["reflection"]) == (False, None)
     assert refused.status_code == 422 and refused.json()["code"] == "usage_error"
+    assert "stellate serve --reflector" in refused.json()["detail"]
 
 
 async def test_a_reflector_from_flags_reflects_with_its_own_model_and_prompt(tmp_path: Path) -> None:

@@ -25,7 +25,9 @@ async def reflect(agent: Agent, synthesis_session_id: str | None) -> Reflection:
         UsageError: the agent has no reflector.
     """
     if agent.reflector is None:
-        raise UsageError("no reflector configured: pass reflector=Reflector(llm) to Agent")
+        raise UsageError(
+            "no reflector configured: pass reflector=Reflector(llm) to Agent, or run stellate serve --reflector"
+        )
     store = await agent.store()
     digests = [d for d in await agent.list_session_digests() if d.status == "active"]
     current = None
