@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import tempfile
 from collections.abc import Coroutine
 from pathlib import Path
@@ -202,7 +203,10 @@ class LogMachine(RuleBasedStateMachine):
             record = self.run(self.store.get_session(sid))
             events = self.run(self.store.read_events(sid))
             assert [e.seq for e in events] == list(range(record.next_seq))
-            assert check_log(events) == record.cursor
+            # The cursor is the checker's state after the log, plus the lineage fact the log alone cannot hold:
+            # how many of its turns a fork read from its source (the turns of its inherited prefix).
+            assert check_log(events) == dataclasses.replace(record.cursor, inherited_turns=0)
+            assert record.inherited_turns == check_log(events[: record.inherited]).last_turn
             messages = derive_transcript(events).messages
             check_messages_pairing([message_to_json(m) for m in messages])
             assert all(m.content or getattr(m, "tool_calls", ()) for m in messages if m.role == "assistant")

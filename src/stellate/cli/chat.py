@@ -8,7 +8,6 @@ and Ctrl-C during a reply aborts just that turn (the log records it as aborted a
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, TypeVar
@@ -30,7 +29,7 @@ from stellate.cli.lines import (
     history_path,
 )
 from stellate.cli.lookup import resolve_session
-from stellate.cli.providers import build_adapter, describe_provider, public_providers, served_models
+from stellate.cli.providers import build_adapter, describe_provider, public_providers, served_model
 from stellate.cli.render import plural
 from stellate.cli.replies import TurnPrinter
 from stellate.cli.slash import COMMANDS, QUIT, run_command
@@ -66,10 +65,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
 
 def chat(inv: Invocation) -> int:
     """Run the chat until /quit or end of input."""
-    settings = inv.provider()
-    offered = served_models(settings)
-    if len(offered) == 1:  # a server at a custom address that serves one model: talk to that one, by its name
-        settings = dataclasses.replace(settings, model=offered[0])
+    settings, offered = served_model(inv.provider())  # a server serving one model: talk to it by its name
     listeners: list[Callable[[RetryNotice], None]] = []  # the chat, once it exists, prints each retry
 
     def on_retry(notice: RetryNotice) -> None:

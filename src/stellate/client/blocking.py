@@ -151,6 +151,10 @@ class SyncClient:
         """See `Agent.list_tombstones`."""
         return self._call(self.client.list_tombstones)
 
+    def capabilities(self) -> dict[str, Any]:
+        """See `Client.capabilities`."""
+        return self._call(self.client.capabilities)
+
 
 async def _make(*args: Any, **kwargs: Any) -> Client:
     return Client(*args, **kwargs)

@@ -264,6 +264,15 @@ class Client(ClientBranches):
         """See `Agent.list_tombstones`."""
         return _TOMBSTONES.validate_python(await self._call("GET", "/tombstones"))
 
+    async def capabilities(self) -> dict[str, Any]:
+        """What the space offers (``GET /v1/capabilities``).
+
+        Tools, skills, profiles, the served model (``default_model``: provider, model, base URL) and the
+        reflector (``reflection``: its model, prompt and schedule; None when there is none).
+        """
+        found: dict[str, Any] = await self._call("GET", "/capabilities")
+        return found
+
 
 _DIGEST_FIELDS = ("id", "label", "status", "parent_id", "memory", "insight", "turn_count", "last_activity")
 

@@ -8,7 +8,7 @@ is small enough for a store to keep beside the session, so checking an append ne
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from stellate.errors import InvariantError
@@ -42,6 +42,11 @@ class Cursor:
     last_end_seq: int = -1
     """Seq of the newest ``turn/end`` (-1 before the first): lets a store fork at the latest completed turn
     without a query."""
+    inherited_turns: int = field(default=0, compare=False)
+    """Turns read from a fork source by reference (a fork's own turns are ``last_turn - inherited_turns``).
+
+    Lineage the store records at the fork, not state the checker folds from the log: cursors that differ only
+    here are equal (a session folded from its whole log does not know where its own part begins)."""
 
     @property
     def unanswered(self) -> tuple[str, ...]:
@@ -61,6 +66,7 @@ class Cursor:
             "started": list(self.started),
             "answered": list(self.answered),
             "last_end_seq": self.last_end_seq,
+            "inherited_turns": self.inherited_turns,
         }
 
     @classmethod
@@ -77,6 +83,7 @@ class Cursor:
             started=tuple(data["started"]),
             answered=tuple(data["answered"]),
             last_end_seq=data.get("last_end_seq", -1),
+            inherited_turns=data.get("inherited_turns", 0),  # stored before it was kept: counted as own
         )
 
 

@@ -15,6 +15,7 @@ from stellate.server.keys import KeyRing
 from stellate.server.limits import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY, BodyLimit
 from stellate.server.problems import install_problem_handlers
 from stellate.server.pruning import PrunePolicy, prune_forever
+from stellate.server.reflection_schedule import reflection_schedule
 from stellate.server.routes import branches, erasure, events, forks, log, meta, sessions, turns
 from stellate.server.security import BrowserGuard, HostPolicy
 from stellate.server.spaces import AgentFactory, Spaces
@@ -54,6 +55,7 @@ def create_app(
     shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
     store_name: str = "",
     prune: PrunePolicy | None = None,
+    reflect_every: float | None = None,
 ) -> FastAPI:
     """The API over ``agent``.
 
@@ -72,6 +74,8 @@ def create_app(
         shutdown_grace: Seconds running turns get to finish at shutdown before they are aborted.
         store_name: What ``/v1/info`` says about the store (never a password).
         prune: Erase archived sessions past an age, now and then, in every space (see docs/store.md).
+        reflect_every: Seconds between scheduled reflections of each space whose agent has a reflector (once
+            per interval across the workers sharing the store); None reflects only on request.
     """
     state = ServerState(
         spaces=Spaces(agent, spaces),
@@ -80,6 +84,7 @@ def create_app(
         store_name=store_name,
         shutdown_grace=shutdown_grace,
         prune=prune,
+        reflect_every=reflect_every,
     )
     # The API docs page serves Swagger UI from the package, not from a CDN: it works offline.
     app = FastAPIOffline(
@@ -108,9 +113,9 @@ def create_app(
 
 @contextlib.asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """At shutdown: running turns get their grace period, then every space's agent is closed."""
+    """Prune and reflect on schedule while serving; at shutdown, running turns get their grace, then the agents close."""
     state: ServerState = app.state.stellate
-    async with anyio.create_task_group() as background:
+    async with reflection_schedule(state.spaces, state.reflect_every), anyio.create_task_group() as background:
         if state.prune is not None:
             background.start_soon(prune_forever, state.spaces, state.keys, state.prune)
         yield

@@ -179,6 +179,8 @@ class SessionDetail(BaseModel):
     """The configuration as stored: prompt, skills, the names of model, tools and profile (with its vars), and
     for a fork ``sources``: the layer each setting came from (``defaults``, ``parent``, ``profile``, ``options``,
     or a combination such as ``profile+options``)."""
+    inherited_turns: int = 0
+    """Of ``turn_count``, the turns read from the fork source; the session's own are the rest."""
 
 
 class EventOut(BaseModel):
@@ -300,6 +302,18 @@ class ReflectionOut(BaseModel):
     """Session ids the reflector named that do not exist."""
 
 
+class ReflectorOut(BaseModel):
+    """The reflector of the space: its model, its prompt and its schedule."""
+
+    provider: str
+    model: str
+    base_url: str | None
+    """The API root of its model, when it is called over HTTP."""
+    prompt: Literal["built-in", "custom"]
+    every_seconds: float | None
+    """Seconds between scheduled reflections; None: only on request."""
+
+
 class Capabilities(BaseModel):
     """What sessions of this space may use, and the schedule of background work."""
 
@@ -316,6 +330,8 @@ class Capabilities(BaseModel):
     """``min_turns`` and ``cooldown_turns`` when forks are guarded."""
     reflector: bool
     max_rounds: int
+    reflection: ReflectorOut | None = None
+    """The reflector (None: none is configured, and ``POST /v1/reflect`` answers ``usage_error``)."""
 
 
 class Health(BaseModel):

@@ -29,6 +29,9 @@ class ServerState:
     prune: PrunePolicy | None = None
     """Periodic pruning of archived sessions (`stellate.server.pruning`), or None."""
 
+    reflect_every: float | None = None
+    """Seconds between scheduled reflections (`stellate.server.reflection_schedule`); None: on request only."""
+
 
 def server_state(request: Request) -> ServerState:
     """The app's state."""

@@ -198,10 +198,12 @@ class BaseStore(LeaseStore, ErasureStore):
         if boundary is None:
             return replace(record, source_id=source.id)
         last_end = await self._last(source, ("turn/end",), boundary)
+        turns = last_end.data["turn"] if last_end else 0
         cursor = Cursor(
             next_seq=boundary + 1,
-            last_turn=last_end.data["turn"] if last_end else 0,
+            last_turn=turns,
             last_end_seq=last_end.seq if last_end else -1,
+            inherited_turns=turns,
         )
         return replace(record, source_id=source.id, fork_seq=boundary, inherited=boundary + 1, cursor=cursor)
 

@@ -414,6 +414,19 @@ async def test_reopened_store_keeps_everything(store: BaseStore, reopen: Any) ->
     await store.append(S("kid"), turn(2), expected_seq=7)
 
 
+async def test_a_fork_counts_its_inherited_turns_apart_from_its_own(store: BaseStore, reopen: Any) -> None:
+    """A fork's record says how many of its turns came from the source, after its own turns and a reopen."""
+    await with_turns(store, "src", 3)
+    await store.create_session(session_id=S("kid"), fork=ForkRequest(source_id=S("src"), point=Boundary(seq=12)))
+    await store.append(S("kid"), turn(3))
+    await store.create_session(session_id=S("grand"), fork=ForkRequest(source_id=S("kid"), point=Anchor()))
+    store = await reopen(store)
+    kid, grand, src = [await store.get_session(S(sid)) for sid in ("kid", "grand", "src")]
+    assert (kid.turn_count, kid.inherited_turns, kid.own_turns) == (3, 2, 1)
+    assert (grand.turn_count, grand.inherited_turns, grand.own_turns) == (3, 3, 0)
+    assert (src.inherited_turns, src.own_turns) == (0, 3)
+
+
 # -- JSONL ---------------------------------------------------------------------------------------
 
 

@@ -19,6 +19,7 @@ __all__ = ["router"]
 router = APIRouter(tags=["space"])
 
 _TYPES = Query(max_length=500, description="comma-separated event types")
+_MAX_ID = 2**63 - 1  # history ids are 64-bit integers in every store: a larger one is a 422, not a 500
 
 
 def _types(types: str | None) -> list[str] | None:
@@ -42,11 +43,13 @@ def _types(types: str | None) -> list[str] | None:
 async def stream_agent_events(
     caller: CallerDep,
     types: Annotated[str | None, _TYPES] = None,
-    after: Annotated[int | None, Query(ge=0, description="start after this history id (Last-Event-ID wins)")] = None,
+    after: Annotated[
+        int | None, Query(ge=0, le=_MAX_ID, description="start after this history id (Last-Event-ID wins)")
+    ] = None,
     last_event_id: Annotated[str | None, Header(max_length=20)] = None,
 ) -> EventSourceResponse:
     """The space's agent events from now on (or after a history id)."""
-    if last_event_id is not None and last_event_id.strip().isdigit():
+    if last_event_id is not None and last_event_id.strip().isdigit() and int(last_event_id) <= _MAX_ID:
         after = int(last_event_id)
     history_of(await caller.agent.store())  # a problem before the stream starts
     return EventSourceResponse(tail_history(caller.agent, after, _types(types)), ping=PING_SECONDS)
@@ -55,8 +58,10 @@ async def stream_agent_events(
 @router.get("/events/history", response_model=HistoryPageOut, responses=problem_responses(503))
 async def list_agent_events(
     caller: CallerDep,
-    after: Annotated[int | None, Query(ge=0, description="only events with a greater id, oldest first")] = None,
-    before: Annotated[int | None, Query(ge=1, description="only events with a smaller id")] = None,
+    after: Annotated[
+        int | None, Query(ge=0, le=_MAX_ID, description="only events with a greater id, oldest first")
+    ] = None,
+    before: Annotated[int | None, Query(ge=1, le=_MAX_ID, description="only events with a smaller id")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     types: Annotated[str | None, _TYPES] = None,
 ) -> HistoryPageOut:

@@ -111,6 +111,7 @@ async def get_session(session_id: str, caller: CallerDep) -> SessionDetail:
         memory=slots.memory,
         insight=slots.insight,
         config=dict(slots.config),
+        inherited_turns=record.inherited_turns,
     )
 
 

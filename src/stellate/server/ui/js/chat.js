@@ -8,6 +8,7 @@ import { append, clear, clip, fill, h, pretty } from './dom.js';
 import { t } from './i18n.js';
 import { forest } from './live.js';
 import { renderMarkdown } from './markdown.js';
+import { distinction, turnsText } from './names.js';
 import { emptyState, errorNode, go, toast } from './shared.js';
 import { conversationOf } from './transcript.js';
 
@@ -79,7 +80,8 @@ class ChatPage {
         'aria-current': id === this.id ? 'page' : null, onclick: () => go('#/chat/' + encodeURIComponent(id)) },
         h('i', { class: 'dot ' + (node.status === 'archived' ? 'archived' : !node.parent_id ? 'root' : node.children.length ? 'inner' : 'leaf') }),
         h('span', { class: 'label', translate: 'no', text: node.label || node.id }),
-        h('span', { class: 'count', title: t('common.turns', { n: node.turn_count }), text: String(node.turn_count) }),
+        distinction(node) ? h('span', { class: 'distinction muted', translate: 'no', text: distinction(node) }) : null,
+        h('span', { class: 'count', title: turnsText(node), text: String(node.turn_count - (node.inherited_turns || 0)) }),
         forest.running.has(id) ? h('span', { class: 'busy-dot', title: t('common.running'), 'aria-label': t('common.running') }) : null);
       return h('li', { dataset: { id } }, button, kids.length ? h('ul', {}, kids) : null);
     };
@@ -146,7 +148,8 @@ class ChatPage {
     const title = h('h1', {}, h('button', { type: 'button', class: 'rename', translate: 'no', title: t('chat.renameHint'), text: label,
       onclick: () => this.rename(title, label) }));
     append(this.header, [title,
-      h('span', { class: 'muted', text: t('common.turns', { n: node ? node.turn_count : this.detail.turn_count }) }),
+      h('span', { class: 'muted turns', text: turnsText(node || this.detail) }),
+      node && distinction(node) ? h('span', { class: 'muted', translate: 'no', text: distinction(node) }) : null,
       this.detail.status === 'archived' ? h('span', { class: 'badge archived', text: t('status.archived') }) : null,
       h('span', { class: 'spacer' }),
       h('button', { type: 'button', text: t('action.inspect'), onclick: () => go('#/inspect/' + encodeURIComponent(this.id)) }),
@@ -238,6 +241,9 @@ class ChatPage {
     this.setBusy(true);
     if (this.messages.querySelector('.empty')) clear(this.messages);
     this.messages.append(h('div', { class: 'msg user' }, h('div', { class: 'bubble', translate: 'no', text: content })));
+    // Until the first token (or tool call) arrives, the person sees that the model is at work.
+    turn.thinking = h('div', { class: 'msg assistant thinking', role: 'status' }, h('span', { class: 'dots', 'aria-hidden': 'true' }), t('chat.thinking'));
+    this.messages.append(turn.thinking);
     this.scrollDown();
     try {
       await sse(`/sessions/${sid(this.id)}/turns?wait=true`, { // behind another writer's turn: wait, and say so
@@ -247,6 +253,7 @@ class ChatPage {
     } catch (error) {
       if (!turn.controller.signal.aborted) this.showProblem(error);
     }
+    turn.thinking.remove();
     this.streaming = null;
     this.setBusy(false);
     // A failed or cancelled turn publishes no turn_finished: stop showing it as running here.
@@ -276,6 +283,7 @@ class ChatPage {
   }
 
   onTurnEvent(turn, type, data) {
+    if (['text', 'assistant_reply', 'tool_call', 'problem'].includes(type)) turn.thinking.remove();
     if (type === 'text') {
       this.liveBubble(turn);
       turn.text += data.text;

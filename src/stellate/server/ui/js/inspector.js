@@ -5,6 +5,7 @@ import { allEvents, api, sid } from './api.js';
 import { clock, fill, h, pretty } from './dom.js';
 import { t } from './i18n.js';
 import { forest } from './live.js';
+import { nameOf, sessionName, turnsText } from './names.js';
 import { emptyState, errorNode, go } from './shared.js';
 
 export function mount(container, params) {
@@ -31,7 +32,7 @@ class Inspector {
   renderPicker() {
     const value = this.id || '';
     fill(this.picker, h('option', { value: '', text: t('inspect.pick') }),
-      [...forest.nodes.values()].map((n) => h('option', { value: n.id, text: `${n.label || n.id} (${n.id})` })));
+      [...forest.nodes.values()].map((n) => h('option', { value: n.id, text: `${sessionName(n)} (${n.id})` })));
     this.picker.value = value;
   }
 
@@ -113,7 +114,8 @@ class Inspector {
   }
 
   lineage() {
-    const link = (id, label) => h('button', { type: 'button', class: 'linkish', translate: 'no', text: label || forest.label(id),
+    const link = (id, label) => h('button', { type: 'button', class: 'linkish', translate: 'no',
+      text: forest.nodes.has(id) ? nameOf(id) : label || id,
       onclick: () => go('#/inspect/' + encodeURIComponent(id)) });
     const box = h('div', {}, h('p', { class: 'muted', text: '…' }));
     const origin = (entry) => h('span', { class: 'muted' }, ' ', entry.fork_seq === null || entry.fork_seq === undefined
@@ -141,7 +143,7 @@ class Inspector {
       h('th', { translate: 'no', text: key }), h('td', {}, h('pre', { translate: 'no', text: pretty(value) })), origins[i]));
     this.fillOrigins(config, origins, sources);
     const facts = [
-      ['id', this.detail.id], ['status', t('status.' + this.detail.status)], ['turns', this.detail.turn_count],
+      ['id', this.detail.id], ['status', t('status.' + this.detail.status)], ['turns', turnsText(this.detail)],
       ['nextSeq', this.detail.next_seq], ['inherited', this.detail.inherited], ['openTurn', this.detail.open_turn ? t('common.yes') : t('common.no')],
       ['created', stamp(this.detail.created_at)],
     ];
