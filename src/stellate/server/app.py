@@ -113,7 +113,7 @@ def create_app(
 
 @contextlib.asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """Prune and reflect on schedule while serving; at shutdown, running turns get their grace, then the agents close."""
+    """Prune and reflect on schedule while serving; at shutdown, turns get their grace, then the agents close."""
     state: ServerState = app.state.stellate
     async with reflection_schedule(state.spaces, state.reflect_every), anyio.create_task_group() as background:
         if state.prune is not None:
