@@ -23,6 +23,8 @@ class TopologyNode:
     """Where the history came from (may differ from the topology parent)."""
     turn_count: int
     last_activity: int
+    awaiting_approval: int = 0
+    """Tool calls of the session's paused turn waiting for approval."""
     depth: int = 0
     children: list[TopologyNode] = field(default_factory=list)
 
@@ -38,6 +40,7 @@ def build_forest(records: Iterable[SessionRecord]) -> list[TopologyNode]:
             source_id=r.source_id,
             turn_count=r.turn_count,
             last_activity=r.slots.last_activity,
+            awaiting_approval=len(r.cursor.awaiting),
         )
         for r in records
     }

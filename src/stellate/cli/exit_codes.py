@@ -117,6 +117,10 @@ EXIT_STATUS: dict[str, int] = {
     "read_only_key": 77,
     "host_not_allowed": 77,
     "origin_not_allowed": 77,
+    # 6 and 3 again: a turn waits for approvals (decide them), or the call to decide is gone.
+    "approval_pending": 6,
+    "approval_decided": 6,
+    "approval_not_found": 3,
 }
 
 # Most specific class first: the fallback for codes the table does not know.

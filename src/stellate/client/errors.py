@@ -43,6 +43,9 @@ _BY_CODE: dict[str, type[StellateError]] = {
     "turn_cancelled": ConflictError,
     "store_error": StoreError,
     "store_unavailable": StoreError,
+    "approval_pending": ConflictError,
+    "approval_decided": ConflictError,
+    "approval_not_found": NotFoundError,
 }
 
 

@@ -88,6 +88,9 @@ STATUS_BY_CODE: dict[str, int] = {
     "store_error": 503,
     "store_unavailable": 503,
     "internal_error": 500,
+    "approval_pending": 409,
+    "approval_decided": 409,
+    "approval_not_found": 404,
 }
 
 _BY_CLASS: tuple[tuple[type[StellateError], int], ...] = (

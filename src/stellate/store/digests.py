@@ -24,6 +24,8 @@ class SessionDigest:
     """Epoch milliseconds of the newest event."""
     turn_open: bool = False
     """Whether a turn is in progress (or was left open by a writer that died; the next turn repairs it)."""
+    awaiting_approval: int = 0
+    """Tool calls of the open turn waiting for a person's approval (the turn is paused, not running)."""
 
 
 def digest_of(record: SessionRecord) -> SessionDigest:
@@ -39,4 +41,5 @@ def digest_of(record: SessionRecord) -> SessionDigest:
         turn_count=record.turn_count,
         last_activity=slots.last_activity,
         turn_open=record.cursor.turn_open,
+        awaiting_approval=len(record.cursor.awaiting),
     )
