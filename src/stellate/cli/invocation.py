@@ -93,6 +93,7 @@ class Invocation:
         is false).
         """
         from stellate.agent import Agent
+        from stellate.cli.approval_settings import approvals_from_env
         from stellate.cli.providers import adapter_or_placeholder
         from stellate.cli.settings import fork_profiles
 
@@ -107,6 +108,7 @@ class Invocation:
             busy_timeout=self.database().busy_timeout,
             lease_ttl=self.database().lease_ttl,
             consolidate_every=consolidate_every,
+            approvals=approvals_from_env(self.env),
         )
 
     @contextlib.asynccontextmanager

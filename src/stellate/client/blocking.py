@@ -10,7 +10,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from stellate.agent import Reflection, SessionDigest, TopologyNode
 from stellate.client.remote import Client
-from stellate.engine import ForkOptions
+from stellate.engine import ForkOptions, PendingApproval
 from stellate.engine.events import TurnEvent, TurnResult
 from stellate.log.messages import Message
 from stellate.sync import iterate_in_portal
@@ -110,6 +110,20 @@ class SyncClient:
     def reflect(self, *, synthesis_session_id: str | None = None) -> Reflection:
         """See `Agent.reflect`."""
         return self._call(lambda: self.client.reflect(synthesis_session_id=synthesis_session_id))
+
+    def pending_approvals(self, session_id: str | None = None) -> list[PendingApproval]:
+        """See `Agent.pending_approvals`."""
+        return self._call(lambda: self.client.pending_approvals(session_id))
+
+    def approve(
+        self, session_id: str, call_id: str, *, arguments: str | None = None, by: str = "user"
+    ) -> TurnResult | None:
+        """See `Agent.approve`."""
+        return self._call(lambda: self.client.approve(session_id, call_id, arguments=arguments, by=by))
+
+    def deny(self, session_id: str, call_id: str, *, reason: str | None = None, by: str = "user") -> TurnResult | None:
+        """See `Agent.deny`."""
+        return self._call(lambda: self.client.deny(session_id, call_id, reason=reason, by=by))
 
 
 async def _make(*args: Any, **kwargs: Any) -> Client:

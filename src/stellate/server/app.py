@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 
@@ -10,10 +11,11 @@ from fastapi_offline import FastAPIOffline
 
 from stellate import __version__
 from stellate.agent import Agent
+from stellate.server.approval_sweep import DEFAULT_SWEEP_SECONDS, sweep_approvals
 from stellate.server.keys import KeyRing
 from stellate.server.limits import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY, BodyLimit
 from stellate.server.problems import install_problem_handlers
-from stellate.server.routes import events, forks, log, meta, sessions, turns
+from stellate.server.routes import approvals, events, forks, log, meta, sessions, turns
 from stellate.server.security import BrowserGuard, HostPolicy
 from stellate.server.spaces import AgentFactory, Spaces
 from stellate.server.state import ServerState
@@ -51,6 +53,7 @@ def create_app(
     max_streams_per_space: int = DEFAULT_STREAMS_PER_SPACE,
     shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
     store_name: str = "",
+    approval_sweep: float = DEFAULT_SWEEP_SECONDS,
 ) -> FastAPI:
     """The API over ``agent``.
 
@@ -68,6 +71,7 @@ def create_app(
         max_streams_per_space: Event streams one space may hold open (429 past it).
         shutdown_grace: Seconds running turns get to finish at shutdown before they are aborted.
         store_name: What ``/v1/info`` says about the store (never a password).
+        approval_sweep: Seconds between two looks at passed approval deadlines (see `stellate.server.approval_sweep`).
     """
     state = ServerState(
         spaces=Spaces(agent, spaces),
@@ -86,8 +90,9 @@ def create_app(
         redoc_url=None,
     )
     app.state.stellate = state
+    app.state.approval_sweep = approval_sweep
     install_problem_handlers(app)
-    for module in (sessions, turns, forks, log, meta, events):
+    for module in (sessions, turns, forks, log, meta, events, approvals):
         app.include_router(module.router, prefix="/v1")
     install_ui(app)
     document_stream_caps(app)
@@ -103,8 +108,11 @@ def create_app(
 
 @contextlib.asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """At shutdown: running turns get their grace period, then every space's agent is closed."""
-    yield
+    """Sweeps approval deadlines while up; at shutdown running turns get their grace, then the agents close."""
     state: ServerState = app.state.stellate
+    sweep = asyncio.get_running_loop().create_task(sweep_approvals(state.spaces, app.state.approval_sweep))
+    yield
+    sweep.cancel()
+    await asyncio.gather(sweep, return_exceptions=True)
     await state.turns.shutdown(state.shutdown_grace)
     await state.spaces.close()
