@@ -118,3 +118,43 @@ def test_slot_and_ignorable_events_may_stand_anywhere() -> None:
 def test_cursor_json_round_trip() -> None:
     cursor = check_log([*tool_step_prefix(), ev(4, "tool/call", call_id="a", name="t", arguments="{}")])
     assert Cursor.from_json(cursor.to_json()) == cursor
+
+
+def request(seq: int, call_id: str, *, turn: int = 1, step: int = 1) -> Event:
+    return ev(seq, "tool/approval_requested", turn=turn, step=step, call_id=call_id, name="t", arguments="{}",
+              deadline=None, on_timeout="deny")  # fmt: skip
+
+
+def test_an_approval_request_pauses_the_turn_until_its_decision() -> None:
+    cursor = check_log([*tool_step_prefix(), request(4, "b")])
+    assert cursor.paused and cursor.awaiting == ("b",) and cursor.unanswered == ("a", "b")
+    decided = advance(cursor, ev(5, "tool/approval_decided", call_id="b", decision="denied", by="p"))
+    assert not decided.paused and decided.turn_open and decided.unanswered == ("a", "b")
+
+
+def test_a_waiting_call_neither_runs_nor_is_answered_nor_decided_twice() -> None:
+    cursor = check_log([*tool_step_prefix(), request(4, "a")])
+    for refused in (
+        ev(5, "tool/call", call_id="a", name="t", arguments="{}"),
+        ev(5, "tool/result", call_id="a", name="t", content="x", is_error=False),
+        request(5, "a"),
+        ev(5, "tool/approval_decided", call_id="b", decision="approved", by="p"),
+        ev(5, "step/end", turn=1, step=1),
+    ):
+        with pytest.raises(InvariantError):
+            advance(cursor, refused)
+    assert advance(cursor, ev(5, "tool/call", call_id="b", name="t", arguments="{}")).paused
+
+
+def test_approval_requests_belong_to_unstarted_calls_of_the_open_step() -> None:
+    started = check_log([*tool_step_prefix(), ev(4, "tool/call", call_id="a", name="t", arguments="{}")])
+    for refused in (request(5, "a"), request(5, "zz"), request(5, "b", step=2)):
+        with pytest.raises(InvariantError):
+            advance(started, refused)
+
+
+def test_a_cursor_stored_before_approvals_existed_reads_as_not_paused() -> None:
+    cursor = check_log([*tool_step_prefix(), request(4, "a")])
+    assert Cursor.from_json(cursor.to_json()) == cursor
+    old = {k: v for k, v in check_log(tool_step_prefix()).to_json().items() if k != "awaiting"}
+    assert Cursor.from_json(old).awaiting == ()
