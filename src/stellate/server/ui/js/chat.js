@@ -3,6 +3,7 @@
 // a completed turn offers "Branch from here" (a fork anchored at its seq).
 
 import { allEvents, api, sid, sse } from './api.js';
+import { approvalActions, awaitingBadge, decisionNote } from './approvals.js';
 import { append, clear, clip, fill, h, pretty } from './dom.js';
 import { t } from './i18n.js';
 import { forest } from './live.js';
@@ -79,7 +80,8 @@ class ChatPage {
         h('i', { class: 'dot ' + (node.status === 'archived' ? 'archived' : !node.parent_id ? 'root' : node.children.length ? 'inner' : 'leaf') }),
         h('span', { class: 'label', translate: 'no', text: node.label || node.id }),
         h('span', { class: 'count', title: t('common.turns', { n: node.turn_count }), text: String(node.turn_count) }),
-        forest.running.has(id) ? h('span', { class: 'busy-dot', title: t('common.running'), 'aria-label': t('common.running') }) : null);
+        forest.running.has(id) ? h('span', { class: 'busy-dot', title: t('common.running'), 'aria-label': t('common.running') }) : null,
+        awaitingBadge(node.awaiting_approval));
       return h('li', { dataset: { id } }, button, kids.length ? h('ul', {}, kids) : null);
     };
     const rows = forest.roots.map(row).filter(Boolean);
@@ -147,6 +149,7 @@ class ChatPage {
     append(this.header, [title,
       h('span', { class: 'muted', text: t('common.turns', { n: node ? node.turn_count : this.detail.turn_count }) }),
       this.detail.status === 'archived' ? h('span', { class: 'badge archived', text: t('status.archived') }) : null,
+      awaitingBadge(this.detail.awaiting_approval),
       h('span', { class: 'spacer' }),
       h('button', { type: 'button', text: t('action.inspect'), onclick: () => go('#/inspect/' + encodeURIComponent(this.id)) }),
       h('button', { type: 'button', text: t('action.showOnMap'), onclick: () => go('#/map/' + encodeURIComponent(this.id)) })]);
@@ -193,13 +196,20 @@ class ChatPage {
       return h('div', { class: 'msg user' + (item.inherited ? ' inherited' : ''), dataset: { seq: item.seq } },
         h('div', { class: 'bubble', translate: 'no', text: item.text }));
     }
-    if (item.kind === 'tool') return toolCard(item);
+    if (item.kind === 'tool') return toolCard(item, this.approvalOf(item));
     if (item.kind === 'note') return h('div', { class: 'msg note' }, t('chat.summary'), ' ', h('span', { translate: 'no', text: clip(item.text, 400) }));
     const body = h('div', { class: 'bubble markdown', translate: 'no' });
     body.append(renderMarkdown(item.text));
     const wrapper = h('div', { class: 'msg assistant' + (item.inherited ? ' inherited' : ''), dataset: { seq: item.seq } }, body);
     if (item.text) wrapper.append(h('div', { class: 'msg-actions' }, this.branchButton(item)));
     return wrapper;
+  }
+
+  approvalOf(item) {
+    if (!item.approval) return null;
+    if (item.approval.decision) return decisionNote(item.approval);
+    if (!this.detail || this.detail.status === 'archived') return null;
+    return approvalActions(item, this.id, () => { forest.refresh(0); this.load(); });
   }
 
   branchButton(item) {
@@ -288,6 +298,8 @@ class ChatPage {
       const card = turn.cards.get(data.call.id);
       if (card) card.replaceWith(toolCard({ name: data.call.name, args: data.call.arguments, result: data.content,
         isError: data.is_error, duration: data.duration_ms }));
+    } else if (type === 'approval_requested') {
+      this.messages.append(toolCard({ name: data.call.name, args: data.call.arguments, result: null, approval: {} }));
     } else if (type === 'turn_waiting') {
       const since = data.held_since ? new Date(data.held_since).toLocaleTimeString() : '?';
       const holder = data.holder || t('chat.waitingUnknown');
@@ -312,14 +324,17 @@ class ChatPage {
 
 }
 
-export function toolCard(item) {
-  const state = item.result === null || item.result === undefined ? 'running' : item.isError ? 'error' : 'ok';
+export function toolCard(item, extra = null) {
+  const waiting = item.approval && !item.approval.decision && (item.result === null || item.result === undefined);
+  const state = waiting ? 'waiting' : item.result === null || item.result === undefined ? 'running' : item.isError ? 'error' : 'ok';
   const summary = h('summary', {},
     h('span', { class: 'tool-name', translate: 'no', text: item.name }),
     h('span', { class: 'tool-state ' + state, text: t('tool.' + state) }),
     item.duration !== undefined && item.duration !== null ? h('span', { class: 'muted', text: t('tool.duration', { ms: Math.round(item.duration) }) }) : null);
-  return h('details', { class: 'msg tool-card ' + state + (item.inherited ? ' inherited' : ''), dataset: { seq: item.seq ?? '' } }, summary,
+  return h('details', { class: 'msg tool-card ' + state + (item.inherited ? ' inherited' : ''), dataset: { seq: item.seq ?? '' },
+    open: waiting ? true : null }, summary,
     h('div', { class: 'tool-section' }, h('h4', { text: t('tool.arguments') }), h('pre', { translate: 'no', text: pretty(item.args ?? '') })),
-    state === 'running' ? null
-      : h('div', { class: 'tool-section' }, h('h4', { text: item.isError ? t('tool.error') : t('tool.result') }), h('pre', { translate: 'no', text: pretty(item.result) })));
+    state === 'running' || state === 'waiting' ? null
+      : h('div', { class: 'tool-section' }, h('h4', { text: item.isError ? t('tool.error') : t('tool.result') }), h('pre', { translate: 'no', text: pretty(item.result) })),
+    extra);
 }
