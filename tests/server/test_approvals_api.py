@@ -5,16 +5,18 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import AsyncIterator
+from typing import Any
 
 import httpx
 import pytest
 from server_support import make_agent, running, sse
 
+from stellate import Approval
 from stellate.client import Client, SyncClient
 from stellate.errors import ConflictError, NotFoundError
 from stellate.llm.scripted import Reply, ScriptedLLM, tool_call
 from stellate.server import create_app
-from stellate.store import BaseStore
+from stellate.store import BaseStore, SessionId
 
 
 def paused_script() -> ScriptedLLM:
@@ -111,3 +113,43 @@ async def test_the_blocking_client_over_real_http(store: BaseStore) -> None:
                 return pending.name, result.content if result else None
 
         assert await asyncio.to_thread(scenario) == ("add", "the sum is in")
+
+
+async def test_the_space_event_stream_tells_of_the_request_and_the_decision(store: BaseStore) -> None:
+    app = create_app(make_agent(store, paused_script(), approvals={"add": True}))
+    async with running(app) as (url, _), httpx.AsyncClient(base_url=url, timeout=20) as http:
+        types = "approval_requested,approval_decided,turn_finished"
+        async with http.stream("GET", "/events", params={"types": types}) as response:
+
+            async def act() -> None:
+                await asyncio.sleep(0.2)  # the subscription is registered when the stream starts
+                sid = await paused_session(http)
+                await http.post(f"/sessions/{sid}/approvals/c1", json={"decision": "approve", "by": "ann"})
+
+            acting = asyncio.create_task(act())
+            seen: list[tuple[str, Any]] = []
+            async for name, _, data in sse(response):
+                seen.append((name, data.get("result", {}).get("reason") if name == "turn_finished" else data))
+                if len(seen) == 4:
+                    break
+            await acting
+    assert [name for name, _ in seen] == ["approval_requested", "turn_finished", "approval_decided", "turn_finished"]
+    assert seen[0][1]["call"]["id"] == "c1" and seen[2][1]["by"] == "ann"
+    assert (seen[1][1], seen[3][1]) == ("awaiting_approval", "completed")
+
+
+async def test_the_server_decides_a_passed_deadline_nobody_visits(store: BaseStore) -> None:
+    agent = make_agent(store, paused_script(), approvals={"add": Approval(timeout=0, on_timeout="approve")})
+    app = create_app(agent, approval_sweep=0.05)
+    async with running(app) as (url, _), httpx.AsyncClient(base_url=url, timeout=20) as http:
+        sid = str((await http.post("/sessions", json={"label": "p"})).json()["id"])
+        await http.post(f"/sessions/{sid}/turns", json={"content": "add"})
+        for _ in range(200):  # only the sweep looks at the session: nothing here reads its approvals
+            detail = (await http.get(f"/sessions/{sid}")).json()
+            if not detail["open_turn"]:
+                break
+            await asyncio.sleep(0.05)
+    events = await store.read_events(SessionId(sid))
+    [decided] = [e.data for e in events if e.type == "tool/approval_decided"]
+    assert (decided["decision"], decided["by"]) == ("approved", "deadline")
+    assert events[-1].type == "turn/end" and events[-1].data["reason"] == "completed"
