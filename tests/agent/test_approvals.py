@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from stellate import Agent, Approval, tool
+from stellate import Agent, Approval, ToolContext, tool
 from stellate.engine.events import AgentEvent, ApprovalDecided, ApprovalRequested, TurnFinished
 from stellate.errors import ConflictError, NotFoundError, UsageError
 from stellate.llm.scripted import Reply, ScriptedLLM, tool_call
@@ -265,3 +265,35 @@ async def test_context_at_rebuilds_the_resumed_call_with_the_decided_results(tmp
         last_reply = [e.seq for e in log if e.type == "assistant/message"][-1]
         session = await agent._session(sid)
         assert await session.context_at(last_reply) == list(llm.requests[-1].messages)
+
+
+async def test_a_new_message_after_the_deadline_first_resumes_the_paused_turn(tmp_path: Path) -> None:
+    llm = ScriptedLLM([Reply(tool_calls=[tool_call("delete_file", {"path": "a"}, id="c1")]), "not done", "hello"])
+    async with agent_on(tmp_path / "s.db", llm, delete_file=Approval(timeout=0)) as agent:
+        sid = (await agent.create_session(label="t")).id
+        await agent.turn(sid, "delete a")
+        result = await agent.turn(sid, "anything else?")
+        assert (result.turn, result.content) == (2, "hello")
+        ends = [e.data["reason"] for e in await events_of(agent, sid) if e.type == "turn/end"]
+        assert ends == ["completed", "completed"] and RAN == []
+
+
+async def test_the_decision_is_stored_before_the_tool_runs_whatever_the_durability(tmp_path: Path) -> None:
+    seen: list[list[str]] = []
+
+    @tool
+    async def audit(context: ToolContext) -> str:
+        """Record what the store holds while the tool runs."""
+        events = await (await context.agent.store()).read_events(SessionId(context.session_id))
+        seen.append([e.type for e in events])
+        return "audited"
+
+    llm = script(tool_call("audit", {}, id="c1"))
+    agent = Agent(
+        f"sqlite:///{tmp_path / 's.db'}", llm=llm, tools=[audit], approvals={"audit": True}, durability="turn"
+    )
+    async with agent:
+        sid = (await agent.create_session(label="t")).id
+        await agent.turn(sid, "audit")
+        await agent.approve(sid, "c1")
+    assert seen and seen[0][-1] == "tool/approval_decided"

@@ -384,7 +384,7 @@ class Agent(AgentReads, AgentApprovals):
         output: OutputContract[Any] | None = None,
     ) -> None:
         try:
-            await self.settle_approvals(session_id)  # a passed deadline resumes the paused turn first
+            await self.settle_approvals(session_id, fresh=False)  # a passed deadline resumes the paused turn first
             async with self._locks.hold(session_id):
                 session = await self._session(session_id, fresh=False)
                 wait = self.busy_timeout if busy_timeout is None else busy_timeout

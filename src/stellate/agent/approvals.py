@@ -181,13 +181,18 @@ class AgentApprovals:
         async for event in self._driven(session_id, pick, call_id):
             yield event
 
-    async def settle_approvals(self, session_id: str) -> TurnResult | None:
+    async def settle_approvals(self, session_id: str, *, fresh: bool = True) -> TurnResult | None:
         """Decide the requests of a session whose deadline has passed (resuming its turn when none waits then).
+
+        Args:
+            session_id: The session.
+            fresh: Read the session's state from the store first; False trusts this agent's copy (a turn does,
+                to cost no read: it catches up with the store when it takes the lease anyway).
 
         Returns:
             The resumed turn's result, or None when nothing was resumed.
         """
-        session = await self._session(session_id)
+        session = await self._session(session_id, fresh=fresh)
         waiting = pending_approvals(session.id, session.history.approvals) if session.history.cursor.paused else []
         if not expired_decisions(waiting):
             return None

@@ -163,8 +163,10 @@ class TurnRunner:
             requested = {c.id: c for c in history.pending_calls}
             for data in decisions:
                 turn.record_decision(data)
-                call = requested[data["call_id"]]
-                yield _decided(sid, call, data)
+                yield _decided(sid, requested[data["call_id"]], data)
+            # Durable before any tool runs, whatever the durability: a crash now must not leave the call
+            # waiting, to be approved (and run) a second time.
+            await self.session.writer.flush()
             calls, denied = resolve_calls(
                 [c for c in history.pending_calls if c.id in history.cursor.unanswered], history.approvals
             )
