@@ -78,3 +78,17 @@ def test_deny_with_a_reason_is_the_result_the_model_read(server: ServerThread, p
     log = server.run(events.read_events(sid))  # type: ignore[arg-type]
     [result] = [e.data for e in log if e.type == "tool/result"]
     assert result["content"].endswith("Their reason: <b>not</b> today") and result["is_error"] is True
+
+
+def test_a_turn_sent_from_the_page_pauses_there_and_approve_finishes_it(server: ServerThread, page: Any) -> None:
+    session = server.run(server.agents["default"].create_session(label="Live"))
+    open_ui(page, server.url, f"#/chat/{session.id}")
+    box = page.get_by_role("textbox", name="Message (Enter to send, Shift+Enter for a new line)")
+    box.fill("stream the sum of 2 and 3")
+    box.press("Enter")
+    card = page.locator(".tool-card.waiting")
+    card.get_by_role("button", name="Approve").wait_for(timeout=15000)
+    assert page.locator(".composer button.danger").is_hidden(), "a paused turn is not running"
+    card.get_by_role("button", name="Approve").click()
+    page.locator(".tool-card.ok").wait_for(timeout=15000)
+    poll(lambda: page.locator(".msg.assistant .bubble").last.inner_text() == STREAMED, what="the resumed reply")
