@@ -5,6 +5,7 @@ A base class of `Agent`, so the agent's module keeps to its lifecycle, turns and
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from stellate.agent.approvals import with_approvals
@@ -48,7 +49,8 @@ class AgentReads:
         Raises:
             NotFoundError: unknown id.
         """
-        return digest_of(await (await self.store()).get_session(SessionId(session_id)))
+        record = await (await self.store()).get_session(SessionId(session_id))
+        return dataclasses.replace(digest_of(record), awaiting_approval=len(record.cursor.awaiting))
 
     async def list_session_digests(self) -> list[SessionDigest]:
         """Digests of every session, in creation order (one query, and one read per session with an open turn)."""

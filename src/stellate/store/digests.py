@@ -25,7 +25,10 @@ class SessionDigest:
     turn_open: bool = False
     """Whether a turn is in progress (or was left open by a writer that died; the next turn repairs it)."""
     awaiting_approval: int = 0
-    """Tool calls of the open turn waiting for a person's approval (the turn is paused, not running)."""
+    """Tool calls of the open turn waiting for a person's approval (the turn is paused, not running).
+
+    Counted by the agent (`stellate.agent.approvals.with_approvals`): a store's listing leaves it 0, as its
+    columns hold no cursor."""
 
 
 def digest_of(record: SessionRecord) -> SessionDigest:
@@ -41,5 +44,4 @@ def digest_of(record: SessionRecord) -> SessionDigest:
         turn_count=record.turn_count,
         last_activity=slots.last_activity,
         turn_open=record.cursor.turn_open,
-        awaiting_approval=len(record.cursor.awaiting),
     )

@@ -15,6 +15,7 @@ import pytest
 from stellate.errors import ForkError, InvariantError
 from stellate.log import NewEvent, check_log, derive_transcript, make_event
 from stellate.store import Anchor, BaseStore, CompletedTurn, ForkRequest, export_session, import_session
+from stellate.store.digests import digest_of
 from stellate.testing.contract_support import S, with_turns
 
 _CALLS = [{"id": "c1", "name": "delete", "arguments": '{"path": "a"}'}, {"id": "c2", "name": "look", "arguments": "{}"}]
@@ -53,6 +54,14 @@ async def test_a_paused_turn_is_stored_paused_and_repair_leaves_it(store: BaseSt
     assert record.lease is None
     assert await store.repair(S("a")) == []
     assert (await store.get_session(S("a"))).next_seq == record.next_seq
+
+
+async def test_a_paused_session_is_listed_as_its_record_says(store: BaseStore) -> None:
+    """The listed digest of a paused session equals its record's digest, and says a turn is open."""
+    await with_turns(store, "a", 1)
+    await store.append(S("a"), paused_turn(2))
+    [listed] = await store.list_digests()
+    assert listed == digest_of(await store.get_session(S("a"))) and listed.turn_open
 
 
 async def test_a_waiting_call_cannot_run_or_be_answered_before_its_decision(store: BaseStore) -> None:
