@@ -92,3 +92,17 @@ def test_a_turn_sent_from_the_page_pauses_there_and_approve_finishes_it(server: 
     card.get_by_role("button", name="Approve").click()
     page.locator(".tool-card.ok").wait_for(timeout=15000)
     poll(lambda: page.locator(".msg.assistant .bubble").last.inner_text() == STREAMED, what="the resumed reply")
+
+
+def test_the_events_page_lists_the_request_and_the_decision(server: ServerThread, page: Any) -> None:
+    open_ui(page, server.url, "#/events")
+    sid = paused(server, "Audited")
+    server.run(server.agents["default"].deny(sid, server.run(_first_call(server, sid)), reason="no", by="ann"))
+    rows = page.locator(".event-list li")
+    poll(lambda: "Denied by ann · add: no" in " ".join(rows.all_inner_texts()), what="the decision listed")
+    assert any("waits for approval" in text for text in rows.all_inner_texts())
+
+
+async def _first_call(server: ServerThread, sid: str) -> str:
+    [pending] = await server.agents["default"].pending_approvals(sid)
+    return pending.call_id
