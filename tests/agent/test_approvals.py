@@ -12,7 +12,7 @@ import pytest
 from stellate import Agent, Approval, ToolContext, tool
 from stellate.engine.events import AgentEvent, ApprovalDecided, ApprovalRequested, TurnFinished
 from stellate.errors import ConflictError, NotFoundError, UsageError
-from stellate.llm.scripted import Reply, ScriptedLLM, tool_call
+from stellate.llm.scripted import FunctionLLM, Reply, ScriptedLLM, tool_call
 from stellate.llm.types import LLMRequest
 from stellate.log import check_log, derive_transcript
 from stellate.log.messages import ToolMessage
@@ -297,3 +297,27 @@ async def test_the_decision_is_stored_before_the_tool_runs_whatever_the_durabili
         await agent.turn(sid, "audit")
         await agent.approve(sid, "c1")
     assert seen and seen[0][-1] == "tool/approval_decided"
+
+
+async def test_a_turn_from_another_agent_resumes_a_pause_it_had_not_seen_once_its_deadline_passed(
+    tmp_path: Path,
+) -> None:
+    db = tmp_path / "s.db"
+    rule = Approval(timeout=0)
+
+    def answer(request: LLMRequest) -> str:
+        last = request.messages[-1]
+        return "the deadline denied it" if last.role == "tool" else f"about {last.content}"
+
+    async with agent_on(db, FunctionLLM(answer), delete_file=rule) as here:
+        sid = (await here.create_session(label="t")).id
+        await here.turn(sid, "hi")  # this agent's copy of the session knows of no pause
+        paused_llm = ScriptedLLM([Reply(tool_calls=[tool_call("delete_file", {"path": "a"}, id="c1")])])
+        async with agent_on(db, paused_llm, delete_file=rule) as elsewhere:
+            assert (await elsewhere.turn(sid, "delete a")).reason == "awaiting_approval"
+        result = await here.turn(sid, "and now?")
+        assert (result.turn, result.content) == (3, "about and now?")
+        log = await events_of(here, sid)
+        assert [e.data["reason"] for e in log if e.type == "turn/end"] == ["completed", "completed", "completed"]
+        [decided] = [e.data for e in log if e.type == "tool/approval_decided"]
+        assert decided["by"] == "deadline"

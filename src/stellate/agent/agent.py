@@ -384,7 +384,6 @@ class Agent(AgentReads, AgentApprovals):
         output: OutputContract[Any] | None = None,
     ) -> None:
         try:
-            await self.settle_approvals(session_id, fresh=False)  # a passed deadline resumes the paused turn first
             async with self._locks.hold(session_id):
                 session = await self._session(session_id, fresh=False)
                 wait = self.busy_timeout if busy_timeout is None else busy_timeout
@@ -392,6 +391,7 @@ class Agent(AgentReads, AgentApprovals):
                 async with session.hold(
                     wait=wait, until_turn_end=True, on_wait=waiting_notice(queue, session_id, wait)
                 ):
+                    await self.settle_held(session)  # as stored now: a passed deadline resumes a paused turn first
                     refuse_paused(session)
                     tools = await self._tools_for(session)
                     runner = TurnRunner(

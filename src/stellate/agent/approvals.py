@@ -181,18 +181,24 @@ class AgentApprovals:
         async for event in self._driven(session_id, pick, call_id):
             yield event
 
-    async def settle_approvals(self, session_id: str, *, fresh: bool = True) -> TurnResult | None:
-        """Decide the requests of a session whose deadline has passed (resuming its turn when none waits then).
+    async def settle_held(self, session: Session) -> None:
+        """`settle_approvals` for a session this task holds (its lock and lease, caught up with the store).
 
-        Args:
-            session_id: The session.
-            fresh: Read the session's state from the store first; False trusts this agent's copy (a turn does,
-                to cost no read: it catches up with the store when it takes the lease anyway).
+        A new turn calls it, so that a passed deadline resumes the paused turn before the new one starts.
+        """
+        if session.history.cursor.paused and expired_decisions(
+            pending_approvals(session.id, session.history.approvals)
+        ):
+            async for _ in self._driven(session.id, expired_decisions, None):
+                pass
+
+    async def settle_approvals(self, session_id: str) -> TurnResult | None:
+        """Decide the requests of a session whose deadline has passed (resuming its turn when none waits then).
 
         Returns:
             The resumed turn's result, or None when nothing was resumed.
         """
-        session = await self._session(session_id, fresh=fresh)
+        session = await self._session(session_id)
         waiting = pending_approvals(session.id, session.history.approvals) if session.history.cursor.paused else []
         if not expired_decisions(waiting):
             return None
