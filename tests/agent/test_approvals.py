@@ -11,7 +11,7 @@ import pytest
 
 from stellate import Agent, Approval, ToolContext, tool
 from stellate.engine.events import AgentEvent, ApprovalDecided, ApprovalRequested, TurnFinished
-from stellate.errors import ConflictError, NotFoundError, UsageError
+from stellate.errors import ArchivedError, ConflictError, NotFoundError, UsageError
 from stellate.llm.scripted import FunctionLLM, Reply, ScriptedLLM, tool_call
 from stellate.llm.types import LLMRequest
 from stellate.log import check_log, derive_transcript
@@ -321,3 +321,16 @@ async def test_a_turn_from_another_agent_resumes_a_pause_it_had_not_seen_once_it
         assert [e.data["reason"] for e in log if e.type == "turn/end"] == ["completed", "completed", "completed"]
         [decided] = [e.data for e in log if e.type == "tool/approval_decided"]
         assert decided["by"] == "deadline"
+
+
+async def test_an_archived_paused_session_waits_no_more(tmp_path: Path) -> None:
+    llm = script(tool_call("delete_file", {"path": "a"}, id="c1"))
+    async with agent_on(tmp_path / "s.db", llm, delete_file=Approval(timeout=0)) as agent:
+        sid = (await agent.create_session(label="t")).id
+        await agent.turn(sid, "go")
+        await agent.archive_session(sid)
+        assert await agent.pending_approvals() == [] and await agent.pending_approvals(sid) == []
+        assert await agent.expire_approvals() == 0
+        with pytest.raises(ArchivedError):
+            await agent.approve(sid, "c1")
+        assert RAN == []

@@ -101,19 +101,22 @@ class AgentApprovals:
         """Tool calls waiting for approval: of one session, or (None) of every session of the store.
 
         Requests whose deadline has passed are decided first (as their tool's ``on_timeout`` says), which
-        resumes their turns; what is returned still waits.
+        resumes their turns; what is returned still waits. An archived session's paused turn waits no more: it
+        can no longer resume, and is not listed.
         """
         ids = [session_id] if session_id is not None else await self._paused_sessions()
         pending: list[PendingApproval] = []
         for sid in ids:
             await self.settle_approvals(sid)
             session = await self._session(sid)
+            if session.is_archived:
+                continue
             pending.extend(pending_approvals(session.id, session.history.approvals))
         return pending
 
     async def _paused_sessions(self) -> list[str]:
         store = await self.store()
-        open_ids = [d.id for d in await store.list_digests() if d.turn_open]
+        open_ids = [d.id for d in await store.list_digests() if d.turn_open and d.status != "archived"]
         records = [await store.get_session(SessionId(sid)) for sid in open_ids]
         return [r.id for r in records if r.cursor.paused]
 
@@ -199,7 +202,8 @@ class AgentApprovals:
             The resumed turn's result, or None when nothing was resumed.
         """
         session = await self._session(session_id)
-        waiting = pending_approvals(session.id, session.history.approvals) if session.history.cursor.paused else []
+        paused = session.history.cursor.paused and not session.is_archived
+        waiting = pending_approvals(session.id, session.history.approvals) if paused else []
         if not expired_decisions(waiting):
             return None
         result: TurnResult | None = None
