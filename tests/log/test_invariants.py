@@ -1,9 +1,11 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from stellate.errors import InvariantError
-from stellate.log import Cursor, Event, advance, check_log, check_messages_pairing
+from stellate.log import Cursor, Event, advance, check_log, check_messages_pairing, derive_transcript, repair_events
 
 
 def ev(seq: int, type: str, **data: object) -> Event:
@@ -158,3 +160,39 @@ def test_a_cursor_stored_before_approvals_existed_reads_as_not_paused() -> None:
     assert Cursor.from_json(cursor.to_json()) == cursor
     old = {k: v for k, v in check_log(tool_step_prefix()).to_json().items() if k != "awaiting"}
     assert Cursor.from_json(old).awaiting == ()
+
+
+@given(st.data(), st.integers(1, 4))
+def test_repair_leaves_exactly_the_paused_steps_and_closes_the_rest_validly(data: st.DataObject, n: int) -> None:
+    """Whatever was asked, decided and started in a step: repair appends nothing while a call waits for its
+    decision, and otherwise closes the turn into a log whose transcript pairs every call with a result."""
+    ids = [f"c{i}" for i in range(n)]
+    calls = [{"id": c, "name": "t", "arguments": "{}"} for c in ids]
+    events = log(
+        ("turn/start", {"turn": 1}),
+        ("user/message", {"content": "q"}),
+        ("step/start", {"turn": 1, "step": 1}),
+        ("assistant/message", {"content": "", "tool_calls": calls}),
+    )
+    asked = data.draw(st.lists(st.sampled_from(ids), unique=True))
+    decided = data.draw(st.lists(st.sampled_from(asked), unique=True)) if asked else []
+    free = [c for c in ids if c not in asked or c in decided]
+    started = data.draw(st.lists(st.sampled_from(free), unique=True)) if free else []
+    for call_id in asked:
+        events.append(request(len(events), call_id))
+    for call_id in decided:
+        events.append(ev(len(events), "tool/approval_decided", call_id=call_id, decision="approved", by="p"))
+    for call_id in started:
+        events.append(ev(len(events), "tool/call", call_id=call_id, name="t", arguments="{}"))
+    cursor = check_log(events)
+    closers = repair_events(cursor, call_names={c: "t" for c in ids}, time=0)
+    assert cursor.paused == (set(asked) != set(decided))
+    if cursor.paused:
+        assert closers == []
+        return
+    closed = [*events, *(ev(len(events) + i, e.type, **e.data) for i, e in enumerate(closers))]
+    final = check_log(closed)
+    assert not final.turn_open and not final.paused
+    roles = [m.role for m in derive_transcript(closed).messages]
+    assert roles == ["user", "assistant", *["tool"] * n]
+    assert repair_events(final, call_names={}, time=0) == []
