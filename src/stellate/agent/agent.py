@@ -15,6 +15,7 @@ from typing import Any
 
 from stellate.agent._locks import SessionLocks
 from stellate.agent.approvals import AgentApprovals, refuse_paused
+from stellate.agent.branches import AgentBranches
 from stellate.agent.bus import EventBus, Hook
 from stellate.agent.consolidation import Consolidator
 from stellate.agent.forking import Forker
@@ -56,7 +57,7 @@ __all__ = ["Agent"]
 DEFAULT_STORE = "sqlite:///stellate.db"
 
 
-class Agent(AgentReads, AgentApprovals):
+class Agent(AgentReads, AgentBranches, AgentApprovals):
     """Branching conversations over a store.
 
     Args:

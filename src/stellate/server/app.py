@@ -15,7 +15,7 @@ from stellate.server.approval_sweep import DEFAULT_SWEEP_SECONDS, sweep_approval
 from stellate.server.keys import KeyRing
 from stellate.server.limits import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY, BodyLimit
 from stellate.server.problems import install_problem_handlers
-from stellate.server.routes import approvals, events, forks, log, meta, sessions, turns
+from stellate.server.routes import approvals, branches, events, forks, log, meta, sessions, turns
 from stellate.server.security import BrowserGuard, HostPolicy
 from stellate.server.spaces import AgentFactory, Spaces
 from stellate.server.state import ServerState
@@ -92,7 +92,7 @@ def create_app(
     app.state.stellate = state
     app.state.approval_sweep = approval_sweep
     install_problem_handlers(app)
-    for module in (sessions, turns, forks, log, meta, events, approvals):
+    for module in (sessions, turns, forks, log, meta, events, branches, approvals):
         app.include_router(module.router, prefix="/v1")
     install_ui(app)
     document_stream_caps(app)
