@@ -9,7 +9,7 @@ from fastapi import APIRouter, Header, Query
 from sse_starlette import EventSourceResponse
 
 from stellate.server.history_stream import RESET_EVENT, history_of, tail_history
-from stellate.server.models import HistoryEventOut, HistoryPageOut
+from stellate.server.models import MAX_SEQ, HistoryEventOut, HistoryPageOut
 from stellate.server.problems import problem_responses
 from stellate.server.sse import PING_SECONDS
 from stellate.server.state import CallerDep
@@ -42,12 +42,14 @@ def _types(types: str | None) -> list[str] | None:
 async def stream_agent_events(
     caller: CallerDep,
     types: Annotated[str | None, _TYPES] = None,
-    after: Annotated[int | None, Query(ge=0, description="start after this history id (Last-Event-ID wins)")] = None,
+    after: Annotated[
+        int | None, Query(ge=0, le=MAX_SEQ, description="start after this history id (Last-Event-ID wins)")
+    ] = None,
     last_event_id: Annotated[str | None, Header(max_length=20)] = None,
 ) -> EventSourceResponse:
     """The space's agent events from now on (or after a history id)."""
     if last_event_id is not None and last_event_id.strip().isdigit():
-        after = int(last_event_id)
+        after = min(int(last_event_id), MAX_SEQ)  # no history id reaches it; SQLite's integers stop at 2**63
     history_of(await caller.agent.store())  # a problem before the stream starts
     return EventSourceResponse(tail_history(caller.agent, after, _types(types)), ping=PING_SECONDS)
 
@@ -55,8 +57,10 @@ async def stream_agent_events(
 @router.get("/events/history", response_model=HistoryPageOut, responses=problem_responses(503))
 async def list_agent_events(
     caller: CallerDep,
-    after: Annotated[int | None, Query(ge=0, description="only events with a greater id, oldest first")] = None,
-    before: Annotated[int | None, Query(ge=1, description="only events with a smaller id")] = None,
+    after: Annotated[
+        int | None, Query(ge=0, le=MAX_SEQ, description="only events with a greater id, oldest first")
+    ] = None,
+    before: Annotated[int | None, Query(ge=1, le=MAX_SEQ, description="only events with a smaller id")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     types: Annotated[str | None, _TYPES] = None,
 ) -> HistoryPageOut:
