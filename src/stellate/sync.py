@@ -25,6 +25,7 @@ from stellate.agent.comparison import Comparison
 from stellate.agent.reflector import Reflection
 from stellate.agent.replay import Replay
 from stellate.agent.topology import SessionDigest, TopologyNode
+from stellate.engine.approval import PendingApproval
 from stellate.engine.config import ForkOptions
 from stellate.engine.events import TurnEvent, TurnResult
 from stellate.log.messages import Message
@@ -186,3 +187,21 @@ class SyncAgent:
     def list_tombstones(self) -> list[Tombstone]:
         """See `Agent.list_tombstones`."""
         return self._call(self.agent.list_tombstones)
+
+    def pending_approvals(self, session_id: str | None = None) -> list[PendingApproval]:
+        """Blocking `Agent.pending_approvals`."""
+        return self._portal.call(lambda: self.agent.pending_approvals(session_id))
+
+    def approve(
+        self, session_id: str, call_id: str, *, arguments: str | None = None, by: str = "user"
+    ) -> TurnResult | None:
+        """Blocking `Agent.approve`."""
+        return self._portal.call(lambda: self.agent.approve(session_id, call_id, arguments=arguments, by=by))
+
+    def deny(self, session_id: str, call_id: str, *, reason: str | None = None, by: str = "user") -> TurnResult | None:
+        """Blocking `Agent.deny`."""
+        return self._portal.call(lambda: self.agent.deny(session_id, call_id, reason=reason, by=by))
+
+    def expire_approvals(self) -> int:
+        """Blocking `Agent.expire_approvals`."""
+        return self._call(self.agent.expire_approvals)

@@ -1,4 +1,4 @@
-"""Stateful property tests: random append / fork / crash / repair sequences keep every log rule."""
+"""Stateful property tests: random append / pause / decide / fork / crash / repair sequences keep every log rule."""
 
 from __future__ import annotations
 
@@ -31,6 +31,8 @@ ANY_EVENT_TYPES = [
     "tool/result",
     "tool/call",
     "memory/put",
+    "tool/approval_requested",
+    "tool/approval_decided",
 ]
 
 
@@ -99,9 +101,10 @@ class LogMachine(RuleBasedStateMachine):
     def run_tool(self, data: st.DataObject, record_call: bool) -> None:
         sid = data.draw(st.sampled_from(self.sessions))
         c = self.cursor(sid)
-        if not c.unanswered:
+        ready = [call for call in c.unanswered if call not in c.awaiting]
+        if not ready:
             return
-        call_id = c.unanswered[0]
+        call_id = ready[0]
         if record_call and call_id not in c.started:
             self.run(
                 self.store.append(
@@ -134,15 +137,40 @@ class LogMachine(RuleBasedStateMachine):
         sid = data.draw(st.sampled_from(self.sessions))
         self.run(self.store.append(sid, [make_event("memory/put", {"content": content})]))
 
+    @rule(data=st.data())
+    def pause_for_approval(self, data: st.DataObject) -> None:
+        sid = data.draw(st.sampled_from(self.sessions))
+        c = self.cursor(sid)
+        free = [call for call in c.unanswered if call not in c.started and call not in c.awaiting]
+        if not free:
+            return
+        asked = data.draw(st.lists(st.sampled_from(free), min_size=1, unique=True))
+        base = {"turn": c.last_turn, "step": c.step, "name": "tool", "arguments": "{}"}
+        requests = [{**base, "call_id": call, "deadline": None, "on_timeout": "deny"} for call in asked]
+        self.run(self.store.append(sid, [make_event("tool/approval_requested", r) for r in requests]))
+        assert self.cursor(sid).paused
+
+    @rule(data=st.data(), approve=st.booleans())
+    def decide_approval(self, data: st.DataObject, approve: bool) -> None:
+        sid = data.draw(st.sampled_from(self.sessions))
+        c = self.cursor(sid)
+        if not c.awaiting:
+            return
+        call = data.draw(st.sampled_from(c.awaiting))
+        decision = {"call_id": call, "decision": "approved" if approve else "denied", "by": "p"}
+        self.run(self.store.append(sid, [make_event("tool/approval_decided", decision)]))
+        assert call not in self.cursor(sid).awaiting
+
     # -- crash, repair, fork ---------------------------------------------------------------------
 
     @rule(data=st.data())
     def crash_and_repair(self, data: st.DataObject) -> None:
         sid = data.draw(st.sampled_from(self.sessions))
-        was_open = self.cursor(sid).turn_open
+        before = self.cursor(sid)
         added = self.run(self.store.repair(sid))
-        assert bool(added) == was_open
-        assert not self.cursor(sid).turn_open
+        assert bool(added) == (before.turn_open and not before.paused)  # a paused turn is not dead
+        after = self.cursor(sid)
+        assert after == before if before.paused else not after.turn_open
         assert self.run(self.store.repair(sid)) == []
 
     @precondition(lambda self: len(self.sessions) < 8)
@@ -188,6 +216,10 @@ class LogMachine(RuleBasedStateMachine):
             "name": "tool",
             "arguments": "{}",
             "is_error": False,
+            "deadline": None,
+            "on_timeout": "deny",
+            "decision": "approved",
+            "by": "p",
         }
         before = self.run(self.store.get_session(sid))
         try:
@@ -210,6 +242,14 @@ class LogMachine(RuleBasedStateMachine):
             messages = derive_transcript(events).messages
             check_messages_pairing([message_to_json(m) for m in messages])
             assert all(m.content or getattr(m, "tool_calls", ()) for m in messages if m.role == "assistant")
+
+    @invariant()
+    def a_paused_turn_waits_only_on_unstarted_unanswered_calls_of_its_open_step(self) -> None:
+        for sid in self.sessions:
+            c = self.cursor(sid)
+            if c.paused:
+                assert c.turn_open and c.step_open
+                assert set(c.awaiting) <= set(c.unanswered) - set(c.started)
 
     @invariant()
     def every_child_prefix_equals_its_source(self) -> None:

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mappi
 from typing import Any
 
 from stellate.agent._locks import SessionLocks
+from stellate.agent.approvals import AgentApprovals, refuse_paused
 from stellate.agent.branches import AgentBranches
 from stellate.agent.bus import EventBus, Hook
 from stellate.agent.consolidation import Consolidator
@@ -27,6 +28,7 @@ from stellate.agent.runtime import BUILTIN_TOOLS, Registries, frozen_config, ove
 from stellate.agent.sessions import SessionCache
 from stellate.agent.topology import SessionDigest
 from stellate.agent.turn_notices import turn_error, waiting_notice
+from stellate.engine.approval import Approval, ApprovalPolicy
 from stellate.engine.config import ForkOptions, ForkProfile, SessionConfig
 from stellate.engine.events import (
     AgentEvent,
@@ -56,7 +58,7 @@ __all__ = ["Agent"]
 DEFAULT_STORE = "sqlite:///stellate.db"
 
 
-class Agent(AgentReads, AgentBranches, AgentErasure):
+class Agent(AgentReads, AgentBranches, AgentErasure, AgentApprovals):
     """Branching conversations over a store.
 
     Args:
@@ -85,6 +87,8 @@ class Agent(AgentReads, AgentBranches, AgentErasure):
         share_events: Send this agent's events to the agents of other processes on the same store and space, and
             theirs to this agent's subscribers (text chunks of their running turns included). None: on when the
             store carries signals between processes (PostgreSQL).
+        approvals: Tools whose calls wait for a person's approval, by name (Python, MCP and built-in tools
+            alike): an `Approval` each (``True`` for one that always asks, never times out).
     """
 
     def __init__(
@@ -109,6 +113,7 @@ class Agent(AgentReads, AgentBranches, AgentErasure):
         lease_ttl: float = DEFAULT_LEASE_TTL,
         mcp_servers: Mapping[str, MCPServerSpec] | MCPServers | None = None,
         share_events: bool | None = None,
+        approvals: Mapping[str, Approval | bool] | None = None,
     ) -> None:
         unknown = set(builtin_tools) - set(BUILTIN_TOOLS)
         if unknown:
@@ -135,6 +140,8 @@ class Agent(AgentReads, AgentBranches, AgentErasure):
             skills=skills or SkillSet.from_skills(()),
             builtins=tuple(builtin_tools),
         )
+        self.approvals = ApprovalPolicy(approvals)
+        """The tools whose calls wait for approval (see `stellate.engine.approval`)."""
         self.mcp = mcp_servers if isinstance(mcp_servers, MCPServers) else MCPServers(mcp_servers)
         """The MCP servers whose tools this agent offers (``agent.mcp.add(name, spec)`` registers one more)."""
         self.split_guard = split_guard
@@ -386,8 +393,12 @@ class Agent(AgentReads, AgentBranches, AgentErasure):
                 async with session.hold(
                     wait=wait, until_turn_end=True, on_wait=waiting_notice(queue, session_id, wait)
                 ):
+                    await self.settle_held(session)  # as stored now: a passed deadline resumes a paused turn first
+                    refuse_paused(session)
                     tools = await self._tools_for(session)
-                    runner = TurnRunner(session, tools, agent=self, max_rounds=self.max_rounds)
+                    runner = TurnRunner(
+                        session, tools, agent=self, max_rounds=self.max_rounds, approvals=self.approvals
+                    )
                     async for event in runner.run(content, output=output):
                         await self.events.publish(event)
                         queue.put_nowait(event)

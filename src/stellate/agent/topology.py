@@ -28,6 +28,9 @@ class TopologyNode:
     """Of ``turn_count``, the turns read from the fork source (the session's own: the difference)."""
     created_at: int = 0
     """Epoch ms of its creation (tells apart sessions with the same label)."""
+
+    awaiting_approval: int = 0
+    """Tool calls of the session's paused turn waiting for approval."""
     depth: int = 0
     children: list[TopologyNode] = field(default_factory=list)
 
@@ -45,6 +48,8 @@ def build_forest(records: Iterable[SessionRecord]) -> list[TopologyNode]:
             last_activity=r.slots.last_activity,
             inherited_turns=r.inherited_turns,
             created_at=r.created_at,
+
+            awaiting_approval=len(r.cursor.awaiting),
         )
         for r in records
     }

@@ -16,6 +16,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from rich.text import Text
 
 from stellate.agent import Agent
+from stellate.cli.chat_approvals import ask_approvals
 from stellate.cli.console import Consoles
 from stellate.cli.database import Database
 from stellate.cli.exit_codes import EXIT_INTERRUPTED, error_line, exit_status
@@ -33,6 +34,7 @@ from stellate.cli.providers import build_adapter, describe_provider, public_prov
 from stellate.cli.render import plural
 from stellate.cli.replies import TurnPrinter
 from stellate.cli.slash import COMMANDS, QUIT, run_command
+from stellate.engine.approval import PendingApproval
 from stellate.engine.events import AgentEvent, SessionForked, TurnEvent
 from stellate.errors import NotFoundError, StellateError
 from stellate.llm import LLMAdapter, RetryNotice
@@ -165,6 +167,8 @@ class ChatSession:
                 "cyan",
             )
         )
+        if digest.awaiting_approval:
+            ask_approvals(self)
 
     def loop(self) -> int:
         """Read and run lines until /quit or end of input; a failed line is reported and the chat goes on.
@@ -214,6 +218,23 @@ class ChatSession:
             self.consoles.err.print("(interrupted: the turn was aborted)")
         else:
             self.turns.succeeded()
+            ask_approvals(self)
+
+    def decide(
+        self, pending: PendingApproval, *, approve: bool, arguments: str | None = None, reason: str | None = None
+    ) -> None:
+        """Decide one waiting tool call of the current session, printing the resumed turn as it streams."""
+        self.printer = printer = TurnPrinter(self.consoles.out)
+        try:
+            for event in self._stream(
+                lambda: self.agent.stream_decision(
+                    self.current, pending.call_id, approve=approve, arguments=arguments, reason=reason, by="chat"
+                )
+            ):
+                printer(event)
+        finally:
+            printer.finish()
+            self.printer = None
 
     def _stream(self, start: Callable[[], AsyncIterator[TurnEvent]]) -> Iterator[TurnEvent]:
         return iterate_in_portal(self.portal, start)

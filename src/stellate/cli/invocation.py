@@ -95,6 +95,7 @@ class Invocation:
         """
         from stellate.agent import Agent
         from stellate.cli.profile_parts import profile_adapters, skill_set
+        from stellate.cli.approval_settings import approvals_from_env
         from stellate.cli.providers import adapter_or_placeholder
         from stellate.cli.settings import fork_profiles
 
@@ -112,6 +113,7 @@ class Invocation:
             busy_timeout=self.database().busy_timeout,
             lease_ttl=self.database().lease_ttl,
             consolidate_every=consolidate_every,
+            approvals=approvals_from_env(self.env),
         )
 
     @contextlib.asynccontextmanager

@@ -13,7 +13,7 @@ from stellate.agent.branching import Branched
 from stellate.agent.comparison import Comparison
 from stellate.agent.replay import Replay
 from stellate.client.remote import Client
-from stellate.engine import ForkOptions
+from stellate.engine import ForkOptions, PendingApproval
 from stellate.engine.events import TurnEvent, TurnResult
 from stellate.log.messages import Message
 from stellate.store.erasure import ErasePlan, Tombstone
@@ -154,6 +154,20 @@ class SyncClient:
     def capabilities(self) -> dict[str, Any]:
         """See `Client.capabilities`."""
         return self._call(self.client.capabilities)
+
+    def pending_approvals(self, session_id: str | None = None) -> list[PendingApproval]:
+        """See `Agent.pending_approvals`."""
+        return self._call(lambda: self.client.pending_approvals(session_id))
+
+    def approve(
+        self, session_id: str, call_id: str, *, arguments: str | None = None, by: str = "user"
+    ) -> TurnResult | None:
+        """See `Agent.approve`."""
+        return self._call(lambda: self.client.approve(session_id, call_id, arguments=arguments, by=by))
+
+    def deny(self, session_id: str, call_id: str, *, reason: str | None = None, by: str = "user") -> TurnResult | None:
+        """See `Agent.deny`."""
+        return self._call(lambda: self.client.deny(session_id, call_id, reason=reason, by=by))
 
 
 async def _make(*args: Any, **kwargs: Any) -> Client:

@@ -19,7 +19,7 @@ from pydantic import TypeAdapter
 from stellate.agent import Reflection, SessionDigest, TopologyNode
 from stellate.client.branches import ClientBranches
 from stellate.client.errors import error_from_problem
-from stellate.engine import ForkOptions, SessionConfig
+from stellate.engine import ForkOptions, PendingApproval, SessionConfig
 from stellate.engine.events import AgentEvent, TurnEvent, TurnResult
 from stellate.errors import UsageError
 from stellate.log.messages import Message, message_from_json
@@ -273,8 +273,56 @@ class Client(ClientBranches):
         found: dict[str, Any] = await self._call("GET", "/capabilities")
         return found
 
+    # -- approvals -------------------------------------------------------------------------------
 
-_DIGEST_FIELDS = ("id", "label", "status", "parent_id", "memory", "insight", "turn_count", "last_activity")
+    async def pending_approvals(self, session_id: str | None = None) -> list[PendingApproval]:
+        """See `Agent.pending_approvals`."""
+        path = f"/sessions/{session_id}/approvals" if session_id is not None else "/approvals"
+        return [PendingApproval(**item) for item in (await self._call("GET", path))["items"]]
+
+    async def approve(
+        self, session_id: str, call_id: str, *, arguments: str | None = None, by: str = "user"
+    ) -> TurnResult | None:
+        """See `Agent.approve`."""
+        return await self._decide(session_id, call_id, {"decision": "approve", "arguments": arguments, "by": by})
+
+    async def deny(
+        self, session_id: str, call_id: str, *, reason: str | None = None, by: str = "user"
+    ) -> TurnResult | None:
+        """See `Agent.deny`."""
+        return await self._decide(session_id, call_id, {"decision": "deny", "reason": reason, "by": by})
+
+    async def stream_decision(
+        self,
+        session_id: str,
+        call_id: str,
+        *,
+        approve: bool,
+        arguments: str | None = None,
+        reason: str | None = None,
+        by: str = "user",
+    ) -> AsyncIterator[TurnEvent]:
+        """See `Agent.stream_decision`."""
+        body = {"decision": "approve" if approve else "deny", "arguments": arguments, "reason": reason, "by": by}
+        request = self._http.build_request(
+            "POST",
+            f"/sessions/{session_id}/approvals/{call_id}",
+            json=_compact(body),
+            headers={"Accept": "text/event-stream"},
+        )
+        async for name, data in self._events(request):
+            if name == "problem":
+                raise error_from_problem(int(data.get("status", 500)), data)
+            yield _TURN_EVENT.validate_python(data)
+
+    async def _decide(self, session_id: str, call_id: str, body: dict[str, Any]) -> TurnResult | None:
+        found = await self._call("POST", f"/sessions/{session_id}/approvals/{call_id}", json=_compact(body))
+        return _RESULT.validate_python(found["result"]) if found["result"] is not None else None
+
+
+_DIGEST_FIELDS = (
+    "id", "label", "status", "parent_id", "memory", "insight", "turn_count", "last_activity", "awaiting_approval",
+)  # fmt: skip
 
 
 def _names(config: SessionConfig) -> dict[str, Any]:

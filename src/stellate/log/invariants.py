@@ -48,6 +48,14 @@ class Cursor:
     Lineage the store records at the fork, not state the checker folds from the log: cursors that differ only
     here are equal (a session folded from its whole log does not know where its own part begins)."""
 
+    awaiting: tuple[str, ...] = ()
+    """Call ids of the open step waiting for a person's approval (``tool/approval_requested``, not yet decided)."""
+
+    @property
+    def paused(self) -> bool:
+        """Whether the open turn is paused: tool calls wait for approval and no writer runs it (not a dead turn)."""
+        return bool(self.awaiting)
+
     @property
     def unanswered(self) -> tuple[str, ...]:
         """Requested calls of the open step that have no result yet, in call order."""
@@ -67,6 +75,7 @@ class Cursor:
             "answered": list(self.answered),
             "last_end_seq": self.last_end_seq,
             "inherited_turns": self.inherited_turns,
+            "awaiting": list(self.awaiting),
         }
 
     @classmethod
@@ -84,6 +93,7 @@ class Cursor:
             answered=tuple(data["answered"]),
             last_end_seq=data.get("last_end_seq", -1),
             inherited_turns=data.get("inherited_turns", 0),  # stored before it was kept: counted as own
+            awaiting=tuple(data.get("awaiting", ())),
         )
 
 
@@ -181,6 +191,7 @@ def _assistant_message(cursor: Cursor, event: Event) -> Cursor:
 def _tool_call(cursor: Cursor, event: Event) -> Cursor:
     call_id = event.data["call_id"]
     _require_requested(cursor, event, call_id)
+    _require_not_awaiting(cursor, event, call_id)
     if call_id in cursor.started:
         raise _refuse(event, f"tool call {call_id} was already started")
     return replace(cursor, next_seq=event.seq + 1, started=(*cursor.started, call_id))
@@ -189,6 +200,7 @@ def _tool_call(cursor: Cursor, event: Event) -> Cursor:
 def _tool_result(cursor: Cursor, event: Event) -> Cursor:
     call_id = event.data["call_id"]
     _require_requested(cursor, event, call_id)
+    _require_not_awaiting(cursor, event, call_id)
     return replace(cursor, next_seq=event.seq + 1, answered=(*cursor.answered, call_id))
 
 
@@ -199,6 +211,29 @@ def _require_requested(cursor: Cursor, event: Event, call_id: str) -> None:
         raise _refuse(event, f"no tool call {call_id!r} was requested in this step")
     if call_id in cursor.answered:
         raise _refuse(event, f"tool call {call_id} already has its result")
+
+
+def _require_not_awaiting(cursor: Cursor, event: Event, call_id: str) -> None:
+    if call_id in cursor.awaiting:
+        raise _refuse(event, f"tool call {call_id} waits for approval; record the decision first")
+
+
+def _approval_requested(cursor: Cursor, event: Event) -> Cursor:
+    call_id = event.data["call_id"]
+    _require_requested(cursor, event, call_id)
+    _require_not_awaiting(cursor, event, call_id)
+    if call_id in cursor.started:
+        raise _refuse(event, f"tool call {call_id} already started")
+    if (event.data["turn"], event.data["step"]) != (cursor.last_turn, cursor.step):
+        raise _refuse(event, "an approval request belongs to the open step")
+    return replace(cursor, next_seq=event.seq + 1, awaiting=(*cursor.awaiting, call_id))
+
+
+def _approval_decided(cursor: Cursor, event: Event) -> Cursor:
+    call_id = event.data["call_id"]
+    if call_id not in cursor.awaiting:
+        raise _refuse(event, f"tool call {call_id} does not wait for approval")
+    return replace(cursor, next_seq=event.seq + 1, awaiting=tuple(c for c in cursor.awaiting if c != call_id))
 
 
 def _user_message(cursor: Cursor, event: Event) -> Cursor:
@@ -267,4 +302,6 @@ _RULES = {
     "context/imported": _context_imported,
     "compaction/summary": _compaction,
     "output/validated": _output,
+    "tool/approval_requested": _approval_requested,
+    "tool/approval_decided": _approval_decided,
 }

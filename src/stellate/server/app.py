@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 
@@ -11,12 +12,13 @@ from fastapi_offline import FastAPIOffline
 
 from stellate import __version__
 from stellate.agent import Agent
+from stellate.server.approval_sweep import DEFAULT_SWEEP_SECONDS, sweep_approvals
 from stellate.server.keys import KeyRing
 from stellate.server.limits import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY, BodyLimit
 from stellate.server.problems import install_problem_handlers
 from stellate.server.pruning import PrunePolicy, prune_forever
 from stellate.server.reflection_schedule import reflection_schedule
-from stellate.server.routes import branches, erasure, events, forks, log, meta, sessions, turns
+from stellate.server.routes import approvals, branches, erasure, events, forks, log, meta, sessions, turns
 from stellate.server.security import BrowserGuard, HostPolicy
 from stellate.server.spaces import AgentFactory, Spaces
 from stellate.server.state import ServerState
@@ -56,6 +58,7 @@ def create_app(
     store_name: str = "",
     prune: PrunePolicy | None = None,
     reflect_every: float | None = None,
+    approval_sweep: float = DEFAULT_SWEEP_SECONDS,
 ) -> FastAPI:
     """The API over ``agent``.
 
@@ -76,6 +79,7 @@ def create_app(
         prune: Erase archived sessions past an age, now and then, in every space (see docs/store.md).
         reflect_every: Seconds between scheduled reflections of each space whose agent has a reflector (once
             per interval across the workers sharing the store); None reflects only on request.
+        approval_sweep: Seconds between two looks at passed approval deadlines (see `stellate.server.approval_sweep`).
     """
     state = ServerState(
         spaces=Spaces(agent, spaces),
@@ -96,8 +100,9 @@ def create_app(
         redoc_url=None,
     )
     app.state.stellate = state
+    app.state.approval_sweep = approval_sweep
     install_problem_handlers(app)
-    for module in (sessions, turns, forks, log, meta, events, branches, erasure):
+    for module in (sessions, turns, forks, log, meta, events, branches, erasure, approvals):
         app.include_router(module.router, prefix="/v1")
     install_ui(app)
     document_stream_caps(app)
@@ -113,12 +118,17 @@ def create_app(
 
 @contextlib.asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """Prune and reflect on schedule while serving; at shutdown, turns get their grace, then the agents close."""
+    """Prune, reflect and sweep approval deadlines while serving; at shutdown, turns get their grace."""
     state: ServerState = app.state.stellate
-    async with reflection_schedule(state.spaces, state.reflect_every), anyio.create_task_group() as background:
-        if state.prune is not None:
-            background.start_soon(prune_forever, state.spaces, state.keys, state.prune)
-        yield
-        background.cancel_scope.cancel()
+    sweep = asyncio.get_running_loop().create_task(sweep_approvals(state.spaces, app.state.approval_sweep))
+    try:
+        async with reflection_schedule(state.spaces, state.reflect_every), anyio.create_task_group() as background:
+            if state.prune is not None:
+                background.start_soon(prune_forever, state.spaces, state.keys, state.prune)
+            yield
+            background.cancel_scope.cancel()
+    finally:
+        sweep.cancel()
+        await asyncio.gather(sweep, return_exceptions=True)
     await state.turns.shutdown(state.shutdown_grace)
     await state.spaces.close()

@@ -12,6 +12,10 @@ from stellate.engine.events import TurnResult
 
 __all__ = [
     "MAX_SEQ",
+    "ApprovalList",
+    "DecisionBody",
+    "DecisionOut",
+    "PendingApprovalOut",
     "CallContext",
     "Capabilities",
     "ContentBody",
@@ -171,6 +175,8 @@ class SessionDetail(BaseModel):
     """A turn is open in the log (running, or interrupted and not yet repaired)."""
     running: bool
     """This server is running a turn of the session now."""
+    awaiting_approval: int = 0
+    """Tool calls of the open turn waiting for approval: the turn is paused (see ``GET .../approvals``)."""
     system_prompt: str | None
     memory: str | None
     insight: str | None
@@ -381,3 +387,43 @@ class PruneBody(_Body):
     older_than: float = Field(ge=0, le=1e11, strict=True, description="seconds since the last activity")
     dry_run: StrictBool = False
     """Name what would go, erase nothing."""
+
+class PendingApprovalOut(BaseModel):
+    """A tool call of a paused turn waiting for approval."""
+
+    session_id: str
+    turn: int
+    step: int
+    call_id: str
+    name: str
+    arguments: str
+    """The arguments the model gave (JSON text)."""
+    deadline: int | None
+    """Epoch ms after which ``on_timeout`` decides, or null for no deadline."""
+    on_timeout: Literal["approve", "deny"]
+
+
+class ApprovalList(BaseModel):
+    """Tool calls waiting for approval."""
+
+    items: list[PendingApprovalOut]
+
+
+class DecisionBody(_Body):
+    """A decision on one waiting tool call."""
+
+    decision: Literal["approve", "deny"]
+    arguments: str | None = Field(None, max_length=200_000)
+    """Edited arguments (one JSON object as text), with ``approve`` only; default: the model's."""
+    reason: str | None = Field(None, max_length=10_000)
+    """Why, with ``deny``: the model reads it in the call's result."""
+    by: str = Field("user", min_length=1, max_length=200)
+    """Who decides (recorded in the log)."""
+
+
+class DecisionOut(BaseModel):
+    """What a decision did: the resumed turn's result, or null while other calls of the turn still wait."""
+
+    call_id: str
+    decision: Literal["approve", "deny"]
+    result: TurnResult | None

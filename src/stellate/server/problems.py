@@ -89,6 +89,10 @@ STATUS_BY_CODE: dict[str, int] = {
     "store_unavailable": 503,
     "internal_error": 500,
     "has_dependents": 409,
+
+    "approval_pending": 409,
+    "approval_decided": 409,
+    "approval_not_found": 404,
 }
 
 _BY_CLASS: tuple[tuple[type[StellateError], int], ...] = (

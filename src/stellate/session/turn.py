@@ -48,8 +48,16 @@ class Turn:
         self._partial: list[str] = []
         self._ended = False
         self._lease = contextlib.AsyncExitStack()
+        self._resuming = False
         self.number = 0
         """Turn number, set when the turn opens."""
+
+    @classmethod
+    def resumed(cls, session: Session) -> Turn:
+        """The session's paused turn, to go on with once its approvals are decided (no new ``turn/start``)."""
+        turn = cls(session, "(resumed)")
+        turn._resuming = True
+        return turn
 
     @property
     def session(self) -> Session:
@@ -61,11 +69,15 @@ class Turn:
     async def __aenter__(self) -> Turn:
         session = self._session
         session.writer.check_writable()
-        self._check_fits()
+        if not self._resuming:
+            self._check_fits()
         # The session's only writer from here on; a lease taken for this turn alone goes back with its last write.
         await self._lease.enter_async_context(session.hold(until_turn_end=True))
         try:
             session.writer.check_writable()
+            if self._resuming:
+                self._take_over()
+                return self
             if session.history.cursor.turn_open:
                 raise UsageError(f"session {session.id} already has turn {session.history.cursor.last_turn} open")
             self.number = session.history.cursor.last_turn + 1
@@ -79,6 +91,12 @@ class Turn:
             await self._lease.aclose()
             raise
         return self
+
+    def _take_over(self) -> None:
+        cursor = self._session.history.cursor
+        if not cursor.turn_open or not cursor.step_open:
+            raise UsageError(f"session {self._session.id} has no paused turn to resume")
+        self.number = cursor.last_turn
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -269,6 +287,22 @@ class Turn:
         if self._session.runtime.durability == "step":
             await self._session.writer.flush()
         return recorded
+
+    # -- approval --------------------------------------------------------------------------------
+
+    async def pause(self, requests: Sequence[dict[str, Any]]) -> None:
+        """Record approval requests for calls of the open step and park the turn: it stays open, the lease goes.
+
+        The turn is over for this writer (like `end`), but the log keeps it open and paused (`Cursor.paused`):
+        whoever decides the last approval resumes it with `resumed`, on any process.
+        """
+        self._ended = True
+        self._session.writer.stage([make_event("tool/approval_requested", data) for data in requests])
+        await self._session.writer.flush(closing_turn=True)
+
+    def record_decision(self, data: dict[str, Any]) -> None:
+        """Stage a ``tool/approval_decided`` event (written with the turn's next batch)."""
+        self._session.writer.stage([make_event("tool/approval_decided", data)])
 
     # -- structured output -----------------------------------------------------------------------
 

@@ -395,7 +395,7 @@ class BaseStore(LeaseStore, ErasureStore):
             SessionBusyError: a live writer holds the session, or ``lease`` was taken over.
         """
         record = await self.get_session(session_id)
-        if not record.cursor.turn_open:
+        if not record.cursor.turn_open or record.cursor.paused:  # a paused turn waits for approvals: not dead
             return []
         if lease is not None:
             return await self._repair_held(session_id, lease)
@@ -408,7 +408,7 @@ class BaseStore(LeaseStore, ErasureStore):
     async def _repair_held(self, session_id: SessionId, lease: Lease) -> list[Event]:
         while True:
             record = await self.get_session(session_id)
-            if not record.cursor.turn_open:
+            if not record.cursor.turn_open or record.cursor.paused:
                 return []
             replies = await self.read_events(session_id, types=("assistant/message",), reverse=True, limit=1)
             reply = replies[0] if replies else None

@@ -40,6 +40,7 @@ from stellate.store import (
     export_session,
     import_session,
 )
+from stellate.testing.approval_contract import *  # noqa: F403
 from stellate.testing.contract_support import S, with_turns
 
 # `turn` and `open_tool_turn` were first defined here; backends' tests still import them from this module.

@@ -15,7 +15,7 @@ from stellate.server.sse import PING_SECONDS, json_text
 from stellate.server.state import CallerDep
 from stellate.server.turns import LiveTurn
 
-__all__ = ["router"]
+__all__ = ["router", "stream_response"]
 
 router = APIRouter(tags=["turns"])
 
@@ -46,8 +46,13 @@ async def turn(
     """
     live = await caller.server.turns.start(caller.space, caller.agent, session_id, body.content, wait=wait)
     if "text/event-stream" in accept:
-        return EventSourceResponse(_stream(live), ping=PING_SECONDS)
+        return stream_response(live)
     return await live.outcome()
+
+
+def stream_response(live: LiveTurn) -> EventSourceResponse:
+    """The events of ``live`` as SSE (``event:`` is each one's type), then a ``problem`` event if it failed."""
+    return EventSourceResponse(_stream(live), ping=PING_SECONDS)
 
 
 async def _stream(live: LiveTurn) -> AsyncIterator[ServerSentEvent]:

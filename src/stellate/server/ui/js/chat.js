@@ -4,6 +4,7 @@
 
 import { allEvents, api, sid, sse } from './api.js';
 import { adoptBranchTurn, messageActions } from './branching.js';
+import { approvalActions, awaitingBadge, decisionNote } from './approvals.js';
 import { append, clear, clip, fill, h, pretty } from './dom.js';
 import { t } from './i18n.js';
 import { forest } from './live.js';
@@ -82,7 +83,8 @@ class ChatPage {
         h('span', { class: 'label', translate: 'no', text: node.label || node.id }),
         distinction(node) ? h('span', { class: 'distinction muted', translate: 'no', text: distinction(node) }) : null,
         h('span', { class: 'count', title: turnsText(node), text: String(node.turn_count - (node.inherited_turns || 0)) }),
-        forest.running.has(id) ? h('span', { class: 'busy-dot', title: t('common.running'), 'aria-label': t('common.running') }) : null);
+        forest.running.has(id) ? h('span', { class: 'busy-dot', title: t('common.running'), 'aria-label': t('common.running') }) : null,
+        awaitingBadge(node.awaiting_approval));
       return h('li', { dataset: { id } }, button, kids.length ? h('ul', {}, kids) : null);
     };
     const rows = forest.roots.map(row).filter(Boolean);
@@ -151,6 +153,7 @@ class ChatPage {
       h('span', { class: 'muted turns', text: turnsText(node || this.detail) }),
       node && distinction(node) ? h('span', { class: 'muted', translate: 'no', text: distinction(node) }) : null,
       this.detail.status === 'archived' ? h('span', { class: 'badge archived', text: t('status.archived') }) : null,
+      awaitingBadge(this.detail.awaiting_approval),
       h('span', { class: 'spacer' }),
       h('button', { type: 'button', text: t('action.inspect'), onclick: () => go('#/inspect/' + encodeURIComponent(this.id)) }),
       h('button', { type: 'button', text: t('action.compare'), onclick: () => go(`#/compare/${encodeURIComponent(this.detail.source_id || '')}/${encodeURIComponent(this.id)}`) }),
@@ -199,13 +202,20 @@ class ChatPage {
       return h('div', { class: 'msg user' + (item.inherited ? ' inherited' : ''), dataset: { seq: item.seq } },
         h('div', { class: 'bubble', translate: 'no', text: item.text }), messageActions(this, item));
     }
-    if (item.kind === 'tool') return toolCard(item);
+    if (item.kind === 'tool') return toolCard(item, this.approvalOf(item));
     if (item.kind === 'note') return h('div', { class: 'msg note' }, t('chat.summary'), ' ', h('span', { translate: 'no', text: clip(item.text, 400) }));
     const body = h('div', { class: 'bubble markdown', translate: 'no' });
     body.append(renderMarkdown(item.text));
     const wrapper = h('div', { class: 'msg assistant' + (item.inherited ? ' inherited' : ''), dataset: { seq: item.seq } }, body);
     if (item.text) wrapper.append(h('div', { class: 'msg-actions' }, this.branchButton(item), messageActions(this, item)));
     return wrapper;
+  }
+
+  approvalOf(item) {
+    if (!item.approval) return null;
+    if (item.approval.decision) return decisionNote(item.approval);
+    if (!this.detail || this.detail.status === 'archived') return null;
+    return approvalActions(item, this.id, () => { forest.refresh(0); this.load(); });
   }
 
   branchButton(item) {
@@ -299,6 +309,8 @@ class ChatPage {
       const card = turn.cards.get(data.call.id);
       if (card) card.replaceWith(toolCard({ name: data.call.name, args: data.call.arguments, result: data.content,
         isError: data.is_error, duration: data.duration_ms }));
+    } else if (type === 'approval_requested') {
+      this.messages.append(toolCard({ name: data.call.name, args: data.call.arguments, result: null, approval: {} }));
     } else if (type === 'turn_waiting') {
       const since = data.held_since ? new Date(data.held_since).toLocaleTimeString() : '?';
       const holder = data.holder || t('chat.waitingUnknown');
@@ -323,14 +335,17 @@ class ChatPage {
 
 }
 
-export function toolCard(item) {
-  const state = item.result === null || item.result === undefined ? 'running' : item.isError ? 'error' : 'ok';
+export function toolCard(item, extra = null) {
+  const waiting = item.approval && !item.approval.decision && (item.result === null || item.result === undefined);
+  const state = waiting ? 'waiting' : item.result === null || item.result === undefined ? 'running' : item.isError ? 'error' : 'ok';
   const summary = h('summary', {},
     h('span', { class: 'tool-name', translate: 'no', text: item.name }),
     h('span', { class: 'tool-state ' + state, text: t('tool.' + state) }),
     item.duration !== undefined && item.duration !== null ? h('span', { class: 'muted', text: t('tool.duration', { ms: Math.round(item.duration) }) }) : null);
-  return h('details', { class: 'msg tool-card ' + state + (item.inherited ? ' inherited' : ''), dataset: { seq: item.seq ?? '' } }, summary,
+  return h('details', { class: 'msg tool-card ' + state + (item.inherited ? ' inherited' : ''), dataset: { seq: item.seq ?? '' },
+    open: waiting ? true : null }, summary,
     h('div', { class: 'tool-section' }, h('h4', { text: t('tool.arguments') }), h('pre', { translate: 'no', text: pretty(item.args ?? '') })),
-    state === 'running' ? null
-      : h('div', { class: 'tool-section' }, h('h4', { text: item.isError ? t('tool.error') : t('tool.result') }), h('pre', { translate: 'no', text: pretty(item.result) })));
+    state === 'running' || state === 'waiting' ? null
+      : h('div', { class: 'tool-section' }, h('h4', { text: item.isError ? t('tool.error') : t('tool.result') }), h('pre', { translate: 'no', text: pretty(item.result) })),
+    extra);
 }

@@ -7,6 +7,7 @@ import { clear, clip, fill, h, timeAgo } from './dom.js';
 import { t } from './i18n.js';
 import { layoutForest } from './layout.js';
 import { forest } from './live.js';
+import { awaitingBadge } from './approvals.js';
 import { eraseDialog } from './erase.js';
 import { distinction, nameOf, sessionName, turnsText } from './names.js';
 import { reflectControl } from './reflect.js';
@@ -128,7 +129,8 @@ class StarMap {
         sessionName(node));
       const li = h('li', { class: 'depth', dataset: { id: node.id } }, button,
         h('span', { class: 'muted', text: ` ${turnsText(node)} · ${t('status.' + node.status)}` }),
-        forest.running.has(node.id) ? h('span', { class: 'busy', text: t('common.running') }) : null);
+        forest.running.has(node.id) ? h('span', { class: 'busy', text: t('common.running') }) : null,
+        awaitingBadge(node.awaiting_approval));
       li.style.paddingInlineStart = `${depth * 1.2}em`;
       this.list.append(li);
     }
@@ -279,7 +281,7 @@ class StarMap {
     const get = (name) => style.getPropertyValue(name).trim();
     return {
       edge: get('--edge'), source: get('--edge-source'), root: get('--node-root'), inner: get('--node-inner'),
-      leaf: get('--node-leaf'), archived: get('--node-archived'), running: get('--node-running'),
+      leaf: get('--node-leaf'), archived: get('--node-archived'), running: get('--node-running'), awaiting: get('--node-awaiting'),
       insight: get('--node-insight'), text: get('--text'), selected: get('--accent'),
       font: get('--font-ui') || 'system-ui, sans-serif', // the CJK font stack: Chinese labels on the canvas too
     };
@@ -337,6 +339,10 @@ class StarMap {
         ctx.beginPath(); ctx.arc(p.x, p.y, r + 4 + 6 * pulse, 0, Math.PI * 2); ctx.fill();
         ctx.globalAlpha = matches(node) ? 1 : 0.18;
       }
+      if (node.awaiting_approval) { // a paused turn: a steady ring in the awaiting colour
+        ctx.strokeStyle = c.awaiting; ctx.lineWidth = 3 / Math.max(this.k, 0.5);
+        ctx.beginPath(); ctx.arc(p.x, p.y, r + 5, 0, Math.PI * 2); ctx.stroke();
+      }
       if (this.lit.has(id)) {
         ctx.strokeStyle = c.insight; ctx.lineWidth = 4 / Math.max(this.k, 0.5);
         ctx.beginPath(); ctx.arc(p.x, p.y, r + 6, 0, Math.PI * 2); ctx.stroke();
@@ -392,7 +398,8 @@ class StarMap {
       h('p', { class: 'muted mono', translate: 'no', text: node.id }),
       h('p', {}, h('span', { class: 'badge ' + node.status, text: t('status.' + node.status) }),
         ' ', h('span', { class: 'turns', text: turnsText(node) }),
-        forest.running.has(id) ? h('span', { class: 'busy', text: t('common.running') }) : null),
+        forest.running.has(id) ? h('span', { class: 'busy', text: t('common.running') }) : null,
+        awaitingBadge(node.awaiting_approval)),
       h('p', { class: 'muted', text: t('map.lastActivity', { when: timeAgo(node.last_activity, t) }) }),
       source ? h('p', { class: 'muted' }, t('map.contextFrom'), ' ', h('span', { translate: 'no', text: nameOf(source) })) : null,
       section(t('slot.memory'), slotText(node.memory)),
