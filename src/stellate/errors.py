@@ -260,7 +260,6 @@ ERROR_CODES: dict[str, str] = {
     "invalid_address": "the host or port to listen on is not a valid address of this machine",
     "bind_refused": "the system refused to let `stellate serve` listen there (a privileged port?)",
     "has_dependents": "other sessions inherit from what an erase names; choose cascade or keep for them",
-
     "approval_pending": "the session's turn waits for tool calls to be approved or denied; decide them first",
     "approval_decided": "the tool call was already approved or denied (by another approver, or its deadline)",
     "approval_not_found": "the session has no tool call with this id waiting for approval",

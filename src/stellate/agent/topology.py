@@ -48,7 +48,6 @@ def build_forest(records: Iterable[SessionRecord]) -> list[TopologyNode]:
             last_activity=r.slots.last_activity,
             inherited_turns=r.inherited_turns,
             created_at=r.created_at,
-
             awaiting_approval=len(r.cursor.awaiting),
         )
         for r in records

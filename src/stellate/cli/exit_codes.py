@@ -119,7 +119,6 @@ EXIT_STATUS: dict[str, int] = {
     "origin_not_allowed": 77,
     # 12: an erase would break sessions forked from it; choose --cascade or --keep.
     "has_dependents": 12,
-
     # 6 and 3 again: a turn waits for approvals (decide them), or the call to decide is gone.
     "approval_pending": 6,
     "approval_decided": 6,

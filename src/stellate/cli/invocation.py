@@ -94,8 +94,8 @@ class Invocation:
         is false).
         """
         from stellate.agent import Agent
-        from stellate.cli.profile_parts import profile_adapters, skill_set
         from stellate.cli.approval_settings import approvals_from_env
+        from stellate.cli.profile_parts import profile_adapters, skill_set
         from stellate.cli.providers import adapter_or_placeholder
         from stellate.cli.settings import fork_profiles
 

@@ -388,6 +388,7 @@ class PruneBody(_Body):
     dry_run: StrictBool = False
     """Name what would go, erase nothing."""
 
+
 class PendingApprovalOut(BaseModel):
     """A tool call of a paused turn waiting for approval."""
 

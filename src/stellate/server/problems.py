@@ -89,7 +89,6 @@ STATUS_BY_CODE: dict[str, int] = {
     "store_unavailable": 503,
     "internal_error": 500,
     "has_dependents": 409,
-
     "approval_pending": 409,
     "approval_decided": 409,
     "approval_not_found": 404,

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Header, Query
 from sse_starlette import EventSourceResponse
 
 from stellate.server.history_stream import RESET_EVENT, history_of, tail_history
-from stellate.server.models import MAX_SEQ, HistoryEventOut, HistoryPageOut
+from stellate.server.models import HistoryEventOut, HistoryPageOut
 from stellate.server.problems import problem_responses
 from stellate.server.sse import PING_SECONDS
 from stellate.server.state import CallerDep
