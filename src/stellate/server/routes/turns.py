@@ -6,12 +6,12 @@ from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query
-from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from stellate.engine.events import TurnResult
+from stellate.server.event_stream import EventStream, ServerSentEvent
 from stellate.server.models import RunningTurns, TurnBody, TurnCancelled
 from stellate.server.problems import problem_of, problem_responses
-from stellate.server.sse import PING_SECONDS, json_text
+from stellate.server.sse import json_text
 from stellate.server.state import CallerDep
 from stellate.server.turns import LiveTurn
 
@@ -46,7 +46,7 @@ async def turn(
     """
     live = await caller.server.turns.start(caller.space, caller.agent, session_id, body.content, wait=wait)
     if "text/event-stream" in accept:
-        return EventSourceResponse(_stream(live), ping=PING_SECONDS)
+        return EventStream(_stream(live))
     return await live.outcome()
 
 
