@@ -77,6 +77,7 @@ CAPACITY_P50 = "p50 added delay per chunk (model → client), ms"
 CAPACITY_P99 = "p99 added delay per chunk (model → client), ms"
 CAPACITY_ERRORS = "turns failed or cut short"
 CAPACITY_CLIENT = "load generator's CPU, % of one core"
+CAPACITY_SERVER = "server CPU per chunk delivered, µs"
 SOAK_WARM = "server RSS after warm-up (first quarter of the rounds), MiB"
 SOAK_END = "server RSS at the end, MiB"
 SOAK_GROWTH = "RSS growth per round after warm-up, KiB"
@@ -326,7 +327,13 @@ def _b9(sizes: Sizes) -> list[Case]:
 
 def _b10(sizes: Sizes) -> list[Case]:
     """One worker: streamed turns at once (issue 22, goal 2), and a bounded soak (goal 7)."""
-    rows = {"p50": CAPACITY_P50, "p99": CAPACITY_P99, "errors": CAPACITY_ERRORS, "client_cpu": CAPACITY_CLIENT}
+    rows = {
+        "p50": CAPACITY_P50,
+        "p99": CAPACITY_P99,
+        "errors": CAPACITY_ERRORS,
+        "client_cpu": CAPACITY_CLIENT,
+        "server_cpu": CAPACITY_SERVER,
+    }
     chunks = {"chunks": sizes.b10_chunks, "rate": sizes.b10_rate}
     cases = [Case("B10", n, "streaming.capacity", {"turns": n, **chunks}, rows) for n in sizes.b10_n]
     rounds, sessions, turns, streams = sizes.soak

@@ -19,6 +19,7 @@ import functools
 import os
 import time
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -73,7 +74,9 @@ def _serve_paced(chunks: int, rate: float, db: str, port: int) -> None:
         asyncio.run(serve_agent(f"sqlite:///{db}", port, 0, llm=PacedLLM(chunks, rate)))
         return
     import cProfile
+    import signal
 
+    signal.signal(signal.SIGTERM, lambda *_: None)  # uvicorn raises the SIGTERM it caught again once it stopped
     with cProfile.Profile() as profiler:
         asyncio.run(serve_agent(f"sqlite:///{db}", port, 0, llm=PacedLLM(chunks, rate)))
     profiler.dump_stats(profile)
@@ -105,20 +108,27 @@ async def capacity(params: dict[str, Any]) -> dict[str, Any]:
     """N concurrent streamed turns of ``chunks`` chunks at ``rate``/s: added delay per chunk, errors."""
     n, chunks, rate = params["turns"], params["chunks"], params["rate"]
     target = functools.partial(_serve_paced, chunks, rate)
-    with served_process(params["dir"], 0, target=target) as (url, _pid):
+    with served_process(params["dir"], 0, target=target) as (url, pid):
         async with client(url, n + 4) as http:
             ids = [await _session(http, f"s{k}") for k in range(n)]
             delays: list[float] = []
-            cpu, wall = time.process_time(), time.perf_counter()
+            cpu, wall, served = time.process_time(), time.perf_counter(), _cpu_seconds(pid)
             results = await asyncio.gather(*(_streamed_turn(http, sid, delays) for sid in ids), return_exceptions=True)
-            cpu, wall = time.process_time() - cpu, time.perf_counter() - wall
+            cpu, wall, served = time.process_time() - cpu, time.perf_counter() - wall, _cpu_seconds(pid) - served
     errors = sum(1 for r in results if isinstance(r, BaseException) or r != chunks)
     return {
         "p50": {"ms": [median(delays) if delays else float("nan")]},
         "p99": {"ms": [quantile(delays, 0.99) if delays else float("nan")]},
         "errors": {"ms": [float(errors)]},
         "client_cpu": {"ms": [100 * cpu / wall]},
+        "server_cpu": {"ms": [served * 1e6 / max(1, len(delays))]},
     }
+
+
+def _cpu_seconds(pid: int) -> float:
+    """CPU time (user + system) process ``pid`` has used so far (Linux)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def soak(params: dict[str, Any]) -> dict[str, Any]:

@@ -3,8 +3,10 @@
 sse-starlette's ``EventSourceResponse`` runs four tasks per stream inside an anyio task group (the sender, a
 pinger, a disconnect listener and a shutdown listener), each with its cancel scopes and a send lock; an idle
 stream held 40-60 KiB of a worker's memory and its pings woke every stream on their own timers (issue 22).
-`EventStream` sends from the request's own task and keeps one watcher per stream, which waits for the
-client's disconnect and sends the keep-alive comment when the stream has been quiet for `PING_SECONDS`.
+`EventStream` runs the generator in one task, which only gathers encoded messages, and sends from the request's
+own task, one write for whatever has gathered (chunk coalescing: a loaded worker writes less often, not later),
+with the keep-alive comment when the stream has been quiet for `PING_SECONDS`; one watcher task waits for the
+client's disconnect.
 Server shutdown ends every open stream, as before: one poller per event loop, running only while streams are
 open, watches uvicorn's exit flag, found through its signal handler as sse-starlette finds it.
 
@@ -23,12 +25,15 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.responses import Response
-from starlette.types import Message, Receive, Scope, Send
+from starlette.types import Receive, Scope, Send
 
-__all__ = ["PING_SECONDS", "EventStream", "ServerSentEvent", "open_streams"]
+__all__ = ["GATHER_SECONDS", "PING_SECONDS", "EventStream", "ServerSentEvent", "open_streams"]
 
 PING_SECONDS = 15.0
 """Keep-alive comments on a quiet stream, so proxies do not close it."""
+GATHER_SECONDS = 0.1
+"""After a write, what arrives within this long leaves in the next write: at most this much added delay, and
+a fast stream (a model's text chunks) costs the worker one write per interval, not one per chunk."""
 _SHUTDOWN_POLL = 0.5
 _SEP = "\r\n"
 _LINES = re.compile(r"\r\n|\r|\n")
@@ -80,9 +85,12 @@ class EventStream(Response):
 
     media_type = "text/event-stream"
 
-    def __init__(self, events: AsyncIterator[ServerSentEvent], *, ping: float = PING_SECONDS) -> None:
+    def __init__(
+        self, events: AsyncIterator[ServerSentEvent], *, ping: float = PING_SECONDS, gather: float = GATHER_SECONDS
+    ) -> None:
         self.events = events
         self.ping = ping
+        self.gather = gather
         self.status_code = 200
         self.background = None
         self.raw_headers = list(_HEADERS)
@@ -95,21 +103,25 @@ class EventStream(Response):
             return
         task = asyncio.current_task()
         assert task is not None
+        loop = asyncio.get_running_loop()
         stream = _Stream(task, send)
         streams = _streams()
         streams.add(stream)
-        watcher = asyncio.get_running_loop().create_task(stream.watch(receive, self.ping))
+        producer = loop.create_task(stream.produce(self.events))
+        watcher = loop.create_task(stream.watch(receive))
         try:
-            await stream.pump(self.events)
+            await stream.write(producer, self.ping, self.gather)
         except asyncio.CancelledError:
             if not stream.stopped or task.uncancel() > 0:
                 raise  # not (only) ours: the server cancels the request
         finally:
-            stream.pumping = False
+            stream.writing = False
             streams.discard(stream)
-            watcher.cancel()
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await watcher
+            for helper in (producer, watcher):
+                helper.cancel()
+            for helper in (producer, watcher):
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await helper
             aclose = getattr(self.events, "aclose", None)
             if aclose is not None:
                 await aclose()
@@ -118,49 +130,74 @@ class EventStream(Response):
 
 
 class _Stream:
-    """One open stream: the task sending it, and when it last sent."""
+    """One open stream: what its generator produced and the request's task has not sent yet.
 
-    __slots__ = ("__weakref__", "gone", "last_sent", "pumping", "send", "stopped", "task")
+    The generator runs in a task of its own and only appends to the buffer; the request's task sends whatever
+    has gathered in one write. While the worker keeps up, that is one message a write; when it falls behind,
+    the messages that arrived meanwhile leave together (chunk coalescing), so a loaded worker makes fewer
+    writes instead of queueing more.
+    """
+
+    __slots__ = ("__weakref__", "buffer", "ended", "gone", "ready", "send", "stopped", "task", "writing")
 
     def __init__(self, task: asyncio.Task[Any], send: Send) -> None:
         self.task = task
         self.send = send
-        self.pumping = True
+        self.buffer: list[bytes] = []
+        self.ready = asyncio.Event()
+        self.ended = asyncio.Event()
+        self.writing = True
         self.stopped = False
         """Ended by its watcher (the client went) or by shutdown: the cancellation is the stream's own."""
         self.gone = False
-        self.last_sent = asyncio.get_running_loop().time()
 
-    async def pump(self, events: AsyncIterator[ServerSentEvent]) -> None:
-        send, loop = self.send, asyncio.get_running_loop()
-        async for event in events:
-            await send({"type": "http.response.body", "body": event.encode(), "more_body": True})
-            self.last_sent = loop.time()
+    async def produce(self, events: AsyncIterator[ServerSentEvent]) -> None:
+        buffer, ready = self.buffer, self.ready
+        try:
+            async for event in events:
+                buffer.append(event.encode())
+                ready.set()
+        finally:
+            self.ended.set()
+            ready.set()  # the end (or a failure) wakes the writer too
+
+    async def write(self, producer: asyncio.Task[None], ping: float, gather: float) -> None:
+        """Send what gathers until the generator ends (raising what it raised); a comment when quiet ``ping`` s.
+
+        After each write it waits ``gather`` seconds (unless the generator has ended), so what arrives
+        meanwhile leaves together.
+        """
+        buffer, ready, send = self.buffer, self.ready, self.send
+        while True:
+            if buffer:
+                body = buffer[0] if len(buffer) == 1 else b"".join(buffer)
+                buffer.clear()
+                await send({"type": "http.response.body", "body": body, "more_body": True})
+                if gather > 0 and not self.ended.is_set():
+                    with contextlib.suppress(TimeoutError):  # the generator's end cuts the wait short
+                        async with asyncio.timeout(gather):
+                            await self.ended.wait()
+                continue
+            if producer.done():
+                producer.result()
+                return
+            ready.clear()
+            try:
+                async with asyncio.timeout(ping):
+                    await ready.wait()
+            except TimeoutError:
+                await send({"type": "http.response.body", "body": _PING, "more_body": True})
 
     def stop(self, *, gone: bool) -> None:
-        if self.pumping and not self.stopped:
+        if self.writing and not self.stopped:
             self.stopped, self.gone = True, gone
             self.task.cancel()
 
-    async def watch(self, receive: Receive, ping: float) -> None:
-        """Until the client disconnects (then stop the stream); a keep-alive comment whenever it was quiet."""
-        loop = asyncio.get_running_loop()
-        while True:
-            quiet_until = self.last_sent + ping
-            message: Message | None = None
-            try:
-                async with asyncio.timeout_at(quiet_until):
-                    message = await receive()
-            except TimeoutError:
-                pass
-            if message is None:
-                if loop.time() >= self.last_sent + ping:
-                    await self.send({"type": "http.response.body", "body": _PING, "more_body": True})
-                    self.last_sent = loop.time()
-                continue
-            if message["type"] == "http.disconnect":
-                self.stop(gone=True)
-                return
+    async def watch(self, receive: Receive) -> None:
+        """Until the client disconnects: then stop the stream."""
+        while (await receive())["type"] != "http.disconnect":
+            pass
+        self.stop(gone=True)
 
 
 class _LoopStreams:
