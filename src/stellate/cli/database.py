@@ -9,7 +9,6 @@ stellate sharing the file would stop working, so it waits for ``stellate db migr
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 from collections.abc import AsyncIterator, Mapping
@@ -91,6 +90,8 @@ class Database:
 
     def _digest(self) -> str:
         """Names this database's files in the user's dirs (per schema: two deployments keep their own keys)."""
+        import hashlib  # OpenSSL's bindings: only for a database that is not a SQLite file
+
         named = self.location if self.schema is None else f"{self.location}#schema={self.schema}"
         return hashlib.sha256(named.encode()).hexdigest()[:16]
 
