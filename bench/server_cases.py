@@ -23,7 +23,7 @@ import httpx
 
 from bench.common import median, ms
 
-REPLY = "ok"
+REPLY = "ok"  # what bench.fakes.DelayedLLM answers
 USER = "next step, please"
 
 
@@ -43,17 +43,12 @@ async def serve_agent(store: Any, port: int, latency_ms: float, llm: Any = None,
     """
     import uvicorn
 
+    from bench.fakes import DelayedLLM
     from stellate import Agent
-    from stellate.llm.scripted import FunctionLLM
-    from stellate.llm.types import LLMRequest
     from stellate.server import create_app
     from stellate.server.serving import uvicorn_config
 
-    async def model(request: LLMRequest) -> str:
-        await asyncio.sleep(latency_ms / 1000)
-        return REPLY
-
-    async with Agent(store, llm=llm or FunctionLLM(model), **agent_options) as agent:
+    async with Agent(store, llm=llm or DelayedLLM(latency_ms), **agent_options) as agent:
         # One client process holds every stream: the per-client cap would refuse past 32.
         app = create_app(agent, max_streams_per_client=100_000, max_streams_per_space=100_000)
         # As `stellate serve` runs it (header deadline, 75 s keep-alive).
