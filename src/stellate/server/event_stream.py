@@ -27,13 +27,15 @@ from typing import Any
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-__all__ = ["GATHER_SECONDS", "PING_SECONDS", "EventStream", "ServerSentEvent", "open_streams"]
+__all__ = ["GATHER_SECONDS", "LAG_SECONDS", "PING_SECONDS", "EventStream", "ServerSentEvent", "open_streams"]
 
 PING_SECONDS = 15.0
 """Keep-alive comments on a quiet stream, so proxies do not close it."""
 GATHER_SECONDS = 0.1
-"""After a write, what arrives within this long leaves in the next write: at most this much added delay, and
-a fast stream (a model's text chunks) costs the worker one write per interval, not one per chunk."""
+"""A stream whose writes lag behind its messages writes at most once per this long, all that gathered meanwhile:
+at most this much added delay, and a loaded worker makes one write per interval, not one per chunk."""
+LAG_SECONDS = 0.01
+"""A write that leaves this long (or more) after its first message came means the worker is falling behind."""
 _SHUTDOWN_POLL = 0.5
 _SEP = "\r\n"
 _LINES = re.compile(r"\r\n|\r|\n")
@@ -133,12 +135,24 @@ class _Stream:
     """One open stream: what its generator produced and the request's task has not sent yet.
 
     The generator runs in a task of its own and only appends to the buffer; the request's task sends whatever
-    has gathered in one write. While the worker keeps up, that is one message a write; when it falls behind,
-    the messages that arrived meanwhile leave together (chunk coalescing), so a loaded worker makes fewer
-    writes instead of queueing more.
+    has gathered in one write. While the worker keeps up, that is one message a write, sent at once; once a
+    write leaves `LAG_SECONDS` after its first message came, the worker is behind and the next write waits
+    until `GATHER_SECONDS` after this one, so the messages that arrive meanwhile leave together (chunk
+    coalescing): a loaded worker makes fewer writes instead of queueing more.
     """
 
-    __slots__ = ("__weakref__", "buffer", "ended", "gone", "ready", "send", "stopped", "task", "writing")
+    __slots__ = (
+        "__weakref__",
+        "buffer",
+        "ended",
+        "first_at",
+        "gone",
+        "ready",
+        "send",
+        "stopped",
+        "task",
+        "writing",
+    )
 
     def __init__(self, task: asyncio.Task[Any], send: Send) -> None:
         self.task = task
@@ -146,15 +160,19 @@ class _Stream:
         self.buffer: list[bytes] = []
         self.ready = asyncio.Event()
         self.ended = asyncio.Event()
+        self.first_at = 0.0
+        """When the oldest message of the buffer came (event-loop time)."""
         self.writing = True
         self.stopped = False
         """Ended by its watcher (the client went) or by shutdown: the cancellation is the stream's own."""
         self.gone = False
 
     async def produce(self, events: AsyncIterator[ServerSentEvent]) -> None:
-        buffer, ready = self.buffer, self.ready
+        buffer, ready, loop = self.buffer, self.ready, asyncio.get_running_loop()
         try:
             async for event in events:
+                if not buffer:
+                    self.first_at = loop.time()
                 buffer.append(event.encode())
                 ready.set()
         finally:
@@ -164,16 +182,17 @@ class _Stream:
     async def write(self, producer: asyncio.Task[None], ping: float, gather: float) -> None:
         """Send what gathers until the generator ends (raising what it raised); a comment when quiet ``ping`` s.
 
-        After each write it waits ``gather`` seconds (unless the generator has ended), so what arrives
-        meanwhile leaves together.
+        After a write that left late (see the class) it waits ``gather`` seconds, unless the generator has
+        ended, so what arrives meanwhile leaves together.
         """
-        buffer, ready, send = self.buffer, self.ready, self.send
+        buffer, ready, send, loop = self.buffer, self.ready, self.send, asyncio.get_running_loop()
         while True:
             if buffer:
                 body = buffer[0] if len(buffer) == 1 else b"".join(buffer)
                 buffer.clear()
+                behind = loop.time() - self.first_at >= LAG_SECONDS
                 await send({"type": "http.response.body", "body": body, "more_body": True})
-                if gather > 0 and not self.ended.is_set():
+                if behind and gather > 0 and not self.ended.is_set():
                     with contextlib.suppress(TimeoutError):  # the generator's end cuts the wait short
                         async with asyncio.timeout(gather):
                             await self.ended.wait()
