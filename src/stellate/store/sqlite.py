@@ -60,6 +60,7 @@ from stellate.store.history import (
 from stellate.store.segments import StoredSegment
 from stellate.store.sqlite_connections import SqliteConnections, Synchronous, WriteTransaction, translate
 from stellate.store.sqlite_erase import check_lineage_exists, erase_sync
+from stellate.store.sqlite_files import sqlite_path
 from stellate.store.types import Claim, Lease, SessionId, SessionRecord
 
 __all__ = ["MIGRATIONS", "SqliteStore", "Synchronous", "sqlite_path"]
@@ -169,14 +170,6 @@ _INSERT_HISTORY = "INSERT INTO event_history (space, id, time, kind, data) VALUE
 _SELECT_TYPES = "SELECT type FROM events WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq"
 _TAKEN = "SELECT 1 FROM sessions WHERE id = ? UNION ALL SELECT 1 FROM tombstones WHERE id = ?"
 _INSERT_EVENTS = f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) VALUES ({', '.join('?' * len(EVENT_COLUMNS))})"
-
-
-def sqlite_path(url: str) -> str:
-    """The file path of a ``sqlite:///path`` URL (a bare path is accepted as is)."""
-    for prefix in ("sqlite:///", "sqlite://"):
-        if url.startswith(prefix):
-            return url[len(prefix) :] or ":memory:"
-    return url
 
 
 class SqliteStore(BaseStore):
