@@ -20,6 +20,7 @@ from stellate.store.history import (
     prune_due,
     signal_locally,
 )
+from stellate.store.search import SearchPage, SearchQuery, scan_messages
 from stellate.store.segments import StoredSegment
 from stellate.store.types import Claim, Lease, SessionId, SessionRecord
 
@@ -194,6 +195,11 @@ class MemoryStore(BaseStore):
         window = HistoryWindow.of(after, before, last_id, self.clock(), self.history_bounds)
         rows = pick(self._history.get(self.space, []), window, limit, kinds, newest=after is None)
         return HistoryPage(entries=rows, last_id=last_id)
+
+    async def search_messages(self, query: SearchQuery) -> SearchPage:
+        """Search this space's message text by reading every message (see `stellate.store.search`)."""
+        records = await self.list_sessions()
+        return scan_messages(((r, self._events[r.id]) for r in records), query)
 
     async def close(self) -> None:
         """Nothing to release."""

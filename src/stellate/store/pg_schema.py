@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from stellate.store._sql import SPACE_MIGRATION
+from stellate.store.pg_search import SEARCH_MIGRATION
 
 __all__ = ["MIGRATIONS"]
 
@@ -84,4 +85,6 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE TABLE event_history_heads (space TEXT PRIMARY KEY, last_id BIGINT NOT NULL)
     """,
+    # Message search (stellate.store.pg_search): a trigram index over the messages, built from those stored.
+    SEARCH_MIGRATION,
 )

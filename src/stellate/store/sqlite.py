@@ -55,8 +55,10 @@ from stellate.store.history import (
     prune_due,
     signal_locally,
 )
+from stellate.store.search import SearchPage, SearchQuery
 from stellate.store.segments import StoredSegment
 from stellate.store.sqlite_connections import SqliteConnections, Synchronous, WriteTransaction, translate
+from stellate.store.sqlite_search import SEARCH_MIGRATION, index_planned, search_sync
 from stellate.store.types import Claim, Lease, SessionId, SessionRecord
 
 __all__ = ["MIGRATIONS", "SqliteStore", "Synchronous", "sqlite_path"]
@@ -142,6 +144,8 @@ MIGRATIONS: tuple[str, ...] = (
     ) WITHOUT ROWID;
     CREATE TABLE event_history_heads (space TEXT PRIMARY KEY, last_id INTEGER NOT NULL) WITHOUT ROWID;
     """,
+    # Message search (stellate.store.sqlite_search): an FTS5 trigram index, filled from the messages stored.
+    SEARCH_MIGRATION,
 )
 
 _SELECT_RECORD = f"SELECT {', '.join(SELECTED_COLUMNS)} FROM sessions"
@@ -268,6 +272,7 @@ class SqliteStore(BaseStore):
             db.execute(_INSERT_RECORD, (*record_row(record), self.space))
             if planned is not None:
                 db.executemany(_INSERT_EVENTS, event_rows(record.id, planned))
+                index_planned(db, record.id, planned)
 
     def _append_sync(
         self,
@@ -302,6 +307,7 @@ class SqliteStore(BaseStore):
         types = [t for (t,) in db.execute(_SELECT_TYPES, (session_id, *gap))] if gap is not None else None
         planned = plan_append(record, events, expected, fence, interleaved=types)
         db.executemany(_INSERT_EVENTS, event_rows(session_id, planned))
+        index_planned(db, session_id, planned)
         db.execute(_UPDATE_STATE, (*state_update_row(planned.record), session_id))
         if fence.release:
             db.execute(_LEASE["release"], (session_id, fence.token))
@@ -460,6 +466,16 @@ class SqliteStore(BaseStore):
     ) -> HistoryPage:
         """This space's event history in an id range (see `stellate.store.history.EventHistory`)."""
         return await self._run_short(self._read_history_sync, after, before, limit, kinds, writes=False)
+
+    async def search_messages(self, query: SearchQuery) -> SearchPage:
+        """Search this space's message text (see `stellate.store.search`, `stellate.store.sqlite_search`)."""
+        return await self._run(self._read_search_sync, query)
+
+    def _read_search_sync(self, db: sqlite3.Connection, query: SearchQuery) -> SearchPage:
+        try:
+            return search_sync(db, self.space, query)
+        except sqlite3.Error as exc:
+            raise translate(exc, "search failed") from exc
 
     async def close(self) -> None:
         """Close the connections and stop the thread; safe to call twice."""
