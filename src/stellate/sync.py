@@ -21,6 +21,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from stellate.agent.agent import Agent
 from stellate.agent.reflector import Reflection
+from stellate.agent.searching import SearchPage
 from stellate.agent.topology import SessionDigest, TopologyNode
 from stellate.engine.config import ForkOptions
 from stellate.engine.events import TurnEvent, TurnResult
@@ -146,3 +147,9 @@ class SyncAgent:
     def reflect(self, *, synthesis_session_id: str | None = None) -> Reflection:
         """See `Agent.reflect`."""
         return self._portal.call(lambda: self.agent.reflect(synthesis_session_id=synthesis_session_id))
+
+    def search(self, query: str, *, include_archived: bool = False, limit: int = 20, offset: int = 0) -> SearchPage:
+        """Blocking `Agent.search`."""
+        return self._portal.call(
+            lambda: self.agent.search(query, include_archived=include_archived, limit=limit, offset=offset)
+        )

@@ -105,3 +105,24 @@ async def test_a_config_crosses_by_name_only(client: Client) -> None:
         await client.create_session(label="unknown", config=SessionConfig(tools=["nope"]))
     assert unknown.value.code == "tool_not_found"
     assert [d.label for d in await client.list_session_digests()] == ["named"]
+
+
+async def test_search_over_http_returns_the_same_hits_as_in_process(client: Client) -> None:
+    local = Agent(MemoryStore(), llm=echo_llm())
+    for agent in (local, client):
+        root = await agent.create_session(label="Trip")
+        await agent.turn(root.id, "ferry times to Naoshima")
+        page = await agent.search("naoshima", limit=1)
+        assert [(h.session_id, h.seq, h.turn, h.label) for h in page.hits] == [(root.id, 4, 1, "Trip")]
+        assert page.next_offset == 1  # the echo holds it too
+        rest = await agent.search("naoshima", limit=1, offset=1)
+        assert [h.role for h in rest.hits] == ["user"] and rest.next_offset is None
+    with pytest.raises(UsageError):
+        await client.search(" ")
+
+
+def test_the_sync_client_searches(server_url: str) -> None:
+    with SyncClient(server_url) as remote:
+        root = remote.create_session(label="sync")
+        remote.turn(root.id, "蓝色的海")
+        assert {h.role for h in remote.search("蓝色").hits} == {"user", "assistant"}

@@ -22,6 +22,7 @@ from stellate.agent.reflecting import reflect
 from stellate.agent.reflector import Reflection, Reflector
 from stellate.agent.relay import EventRelay
 from stellate.agent.runtime import BUILTIN_TOOLS, Registries, frozen_config, overlay
+from stellate.agent.searching import AgentSearch
 from stellate.agent.sessions import SessionCache
 from stellate.agent.topology import SessionDigest
 from stellate.agent.turn_notices import turn_error, waiting_notice
@@ -54,7 +55,7 @@ __all__ = ["Agent"]
 DEFAULT_STORE = "sqlite:///stellate.db"
 
 
-class Agent(AgentReads):
+class Agent(AgentReads, AgentSearch):
     """Branching conversations over a store.
 
     Args:

@@ -14,6 +14,7 @@ from stellate.cli.invocation import Invocation
 from stellate.cli.lookup import SessionFilter, filter_sessions, resolve_session
 from stellate.cli.parsing import positive_int
 from stellate.cli.render import clip, event_line, forest_tree, session_table
+from stellate.cli.search import add_search_parser
 from stellate.log.fork import check_explicit_boundary
 from stellate.store import BaseStore, SessionId, SessionRecord, export_session, import_session
 from stellate.store.memory import MemoryStore
@@ -29,7 +30,9 @@ __all__ = ["add_parser"]
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Register ``sessions`` and its actions."""
-    sessions = commands.add_parser("sessions", help="list, show, export, import, fork, rename and archive sessions")
+    sessions = commands.add_parser(
+        "sessions", help="list, show, search, export, import, fork, rename and archive sessions"
+    )
     actions = sessions.add_subparsers(dest="action", required=True, metavar="ACTION")
     actions.add_parser("tree", parents=[common], help="the forest of sessions").set_defaults(handler=tree)
     _add_list_parser(actions, common)
@@ -52,6 +55,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
     rename_parser.add_argument("id", help="session id, id prefix or label")
     rename_parser.add_argument("label", nargs="+", help="the new label (several words need no quotes)")
     rename_parser.set_defaults(handler=rename)
+    add_search_parser(actions, common)
 
 
 def _add_list_parser(

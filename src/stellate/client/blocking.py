@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from stellate.agent import Reflection, SessionDigest, TopologyNode
+from stellate.agent import Reflection, SearchPage, SessionDigest, TopologyNode
 from stellate.client.remote import Client
 from stellate.engine import ForkOptions
 from stellate.engine.events import TurnEvent, TurnResult
@@ -110,6 +110,12 @@ class SyncClient:
     def reflect(self, *, synthesis_session_id: str | None = None) -> Reflection:
         """See `Agent.reflect`."""
         return self._call(lambda: self.client.reflect(synthesis_session_id=synthesis_session_id))
+
+    def search(self, query: str, *, include_archived: bool = False, limit: int = 20, offset: int = 0) -> SearchPage:
+        """See `Agent.search`."""
+        return self._call(
+            lambda: self.client.search(query, include_archived=include_archived, limit=limit, offset=offset)
+        )
 
 
 async def _make(*args: Any, **kwargs: Any) -> Client:
