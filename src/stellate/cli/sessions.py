@@ -30,9 +30,7 @@ __all__ = ["add_parser"]
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Register ``sessions`` and its actions."""
-    sessions = commands.add_parser(
-        "sessions", help="list, show, search, export, import, fork, rename and archive sessions"
-    )
+    sessions = commands.add_parser("sessions", help="list, show, export, import, fork, rename and archive sessions")
     actions = sessions.add_subparsers(dest="action", required=True, metavar="ACTION")
     actions.add_parser("tree", parents=[common], help="the forest of sessions").set_defaults(handler=tree)
     _add_list_parser(actions, common)
