@@ -9,6 +9,9 @@ from typing import Any, TypeVar
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from stellate.agent import Reflection, SearchPage, SessionDigest, TopologyNode
+from stellate.agent.branching import Branched
+from stellate.agent.comparison import Comparison
+from stellate.agent.replay import Replay
 from stellate.client.remote import Client
 from stellate.engine import ForkOptions
 from stellate.engine.events import TurnEvent, TurnResult
@@ -110,6 +113,22 @@ class SyncClient:
     def reflect(self, *, synthesis_session_id: str | None = None) -> Reflection:
         """See `Agent.reflect`."""
         return self._call(lambda: self.client.reflect(synthesis_session_id=synthesis_session_id))
+
+    def edit_turn(self, session_id: str, turn: int, content: str, *, label: str | None = None) -> Branched:
+        """See `Agent.edit_turn`."""
+        return self._call(lambda: self.client.edit_turn(session_id, turn, content, label=label))
+
+    def regenerate_turn(self, session_id: str, turn: int | None = None, *, label: str | None = None) -> Branched:
+        """See `Agent.regenerate_turn`."""
+        return self._call(lambda: self.client.regenerate_turn(session_id, turn, label=label))
+
+    def compare_sessions(self, a_id: str, b_id: str) -> Comparison:
+        """See `Agent.compare_sessions`."""
+        return self._call(lambda: self.client.compare_sessions(a_id, b_id))
+
+    def replay_session(self, session_id: str, *, from_turn: int, **settings: str | None) -> Replay:
+        """See `Agent.replay_session`."""
+        return self._call(lambda: self.client.replay_session(session_id, from_turn=from_turn, **settings))
 
     def search(self, query: str, *, include_archived: bool = False, limit: int = 20, offset: int = 0) -> SearchPage:
         """See `Agent.search`."""

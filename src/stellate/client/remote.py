@@ -17,6 +17,7 @@ except ImportError as exc:  # pragma: no cover - the extra is installed wherever
 from pydantic import TypeAdapter
 
 from stellate.agent import Reflection, SearchPage, SessionDigest, TopologyNode
+from stellate.client.branches import ClientBranches
 from stellate.client.errors import error_from_problem
 from stellate.engine import ForkOptions, SessionConfig
 from stellate.engine.events import AgentEvent, TurnEvent, TurnResult
@@ -37,7 +38,7 @@ _FORK_FIELDS = (
 )  # fmt: skip
 
 
-class Client:
+class Client(ClientBranches):
     """An async client of ``stellate serve`` with `Agent`'s method names; errors keep their codes.
 
     Args:
