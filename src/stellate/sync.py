@@ -29,6 +29,7 @@ from stellate.agent.topology import SessionDigest, TopologyNode
 from stellate.engine.config import ForkOptions
 from stellate.engine.events import TurnEvent, TurnResult
 from stellate.log.messages import Message
+from stellate.store.erasure import ErasePlan, Tombstone
 
 __all__ = ["SyncAgent", "iterate_in_portal"]
 
@@ -166,6 +167,26 @@ class SyncAgent:
     def replay_session(self, session_id: str, *, from_turn: int, **settings: str | None) -> Replay:
         """See `Agent.replay_session` (``llm``, ``system_prompt``, ``profile``, ``label`` as keywords)."""
         return self._portal.call(lambda: self.agent.replay_session(session_id, from_turn=from_turn, **settings))
+
+    def plan_erase(self, session_id: str, **options: Any) -> ErasePlan:
+        """See `Agent.plan_erase` (``subtree``, ``dependents``)."""
+        return self._portal.call(lambda: self.agent.plan_erase(session_id, **options))
+
+    def erase_session(self, session_id: str, **options: Any) -> ErasePlan:
+        """See `Agent.erase_session` (``subtree``, ``dependents``, ``busy_timeout``, ``by``)."""
+        return self._portal.call(lambda: self.agent.erase_session(session_id, **options))
+
+    def erase_space(self, **options: Any) -> ErasePlan:
+        """See `Agent.erase_space` (``busy_timeout``, ``by``)."""
+        return self._portal.call(lambda: self.agent.erase_space(**options))
+
+    def prune_sessions(self, older_than: float, **options: Any) -> ErasePlan:
+        """See `Agent.prune_sessions` (``dry_run``, ``busy_timeout``, ``by``)."""
+        return self._portal.call(lambda: self.agent.prune_sessions(older_than, **options))
+
+    def list_tombstones(self) -> list[Tombstone]:
+        """See `Agent.list_tombstones`."""
+        return self._call(self.agent.list_tombstones)
 
     def search(self, query: str, *, include_archived: bool = False, limit: int = 20, offset: int = 0) -> SearchPage:
         """Blocking `Agent.search`."""

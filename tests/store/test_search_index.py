@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from stellate.store import SessionId
 from stellate.store.search import SearchQuery
 from stellate.store.sqlite import MIGRATIONS as SQLITE_MIGRATIONS
 from stellate.store.sqlite import SqliteStore
@@ -94,3 +95,20 @@ async def test_a_postgres_schema_from_before_search_is_indexed_when_opened(pg_ur
             " AND (data::json->>'content') ILIKE '%hostel%'"
         ).fetchall()
     assert "events_search_trigrams" in " ".join(str(row[0]) for row in plan)
+
+
+async def test_an_erase_leaves_no_trigram_of_the_erased_text_in_the_index(tmp_path: Path) -> None:
+    """FTS5 keeps a deleted row's trigrams until a merge: the erase merges, so none of them stays in the file."""
+    path = tmp_path / "scrub.db"
+    store = await SqliteStore.open(f"sqlite:///{path}")
+    try:
+        await session(store, "gone", ("my code is zqxjkv", "noted"))
+        await session(store, "stays", ("nothing secret", "ok"))
+        await store.erase_sessions([SessionId("gone")])
+        assert found(await store.search_messages(SearchQuery(text="secret"))) == {("stays", 2)}
+    finally:
+        await store.close()
+    with sqlite3.connect(path) as db:
+        blocks = b"".join(bytes(row[0]) for row in db.execute("SELECT block FROM search_text_data"))
+    db.close()
+    assert blocks and b"qxj" not in blocks and b"zqxjkv" not in path.read_bytes()

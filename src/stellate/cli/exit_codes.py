@@ -117,6 +117,8 @@ EXIT_STATUS: dict[str, int] = {
     "read_only_key": 77,
     "host_not_allowed": 77,
     "origin_not_allowed": 77,
+    # 12: an erase would break sessions forked from it; choose --cascade or --keep.
+    "has_dependents": 12,
 }
 
 # Most specific class first: the fallback for codes the table does not know.

@@ -16,6 +16,7 @@ from stellate.client.remote import Client
 from stellate.engine import ForkOptions
 from stellate.engine.events import TurnEvent, TurnResult
 from stellate.log.messages import Message
+from stellate.store.erasure import ErasePlan, Tombstone
 from stellate.sync import iterate_in_portal
 
 __all__ = ["SyncClient"]
@@ -129,6 +130,26 @@ class SyncClient:
     def replay_session(self, session_id: str, *, from_turn: int, **settings: str | None) -> Replay:
         """See `Agent.replay_session`."""
         return self._call(lambda: self.client.replay_session(session_id, from_turn=from_turn, **settings))
+
+    def plan_erase(self, session_id: str, **options: Any) -> ErasePlan:
+        """See `Agent.plan_erase` (``subtree``, ``dependents``)."""
+        return self._call(lambda: self.client.plan_erase(session_id, **options))
+
+    def erase_session(self, session_id: str, **options: Any) -> ErasePlan:
+        """See `Agent.erase_session` (``subtree``, ``dependents``, ``busy_timeout``)."""
+        return self._call(lambda: self.client.erase_session(session_id, **options))
+
+    def erase_space(self, **options: Any) -> ErasePlan:
+        """See `Agent.erase_space` (``busy_timeout``)."""
+        return self._call(lambda: self.client.erase_space(**options))
+
+    def prune_sessions(self, older_than: float, **options: Any) -> ErasePlan:
+        """See `Agent.prune_sessions` (``dry_run``)."""
+        return self._call(lambda: self.client.prune_sessions(older_than, **options))
+
+    def list_tombstones(self) -> list[Tombstone]:
+        """See `Agent.list_tombstones`."""
+        return self._call(self.client.list_tombstones)
 
     def search(self, query: str, *, include_archived: bool = False, limit: int = 20, offset: int = 0) -> SearchPage:
         """See `Agent.search`."""

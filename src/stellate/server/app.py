@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 
+import anyio
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 
@@ -13,7 +14,8 @@ from stellate.agent import Agent
 from stellate.server.keys import KeyRing
 from stellate.server.limits import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY, BodyLimit
 from stellate.server.problems import install_problem_handlers
-from stellate.server.routes import branches, events, forks, log, meta, search, sessions, turns
+from stellate.server.pruning import PrunePolicy, prune_forever
+from stellate.server.routes import branches, erasure, events, forks, log, meta, search, sessions, turns
 from stellate.server.security import BrowserGuard, HostPolicy
 from stellate.server.spaces import AgentFactory, Spaces
 from stellate.server.state import ServerState
@@ -51,6 +53,7 @@ def create_app(
     max_streams_per_space: int = DEFAULT_STREAMS_PER_SPACE,
     shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
     store_name: str = "",
+    prune: PrunePolicy | None = None,
 ) -> FastAPI:
     """The API over ``agent``.
 
@@ -68,6 +71,7 @@ def create_app(
         max_streams_per_space: Event streams one space may hold open (429 past it).
         shutdown_grace: Seconds running turns get to finish at shutdown before they are aborted.
         store_name: What ``/v1/info`` says about the store (never a password).
+        prune: Erase archived sessions past an age, now and then, in every space (see docs/store.md).
     """
     state = ServerState(
         spaces=Spaces(agent, spaces),
@@ -75,6 +79,7 @@ def create_app(
         keys=keys,
         store_name=store_name,
         shutdown_grace=shutdown_grace,
+        prune=prune,
     )
     # The API docs page serves Swagger UI from the package, not from a CDN: it works offline.
     app = FastAPIOffline(
@@ -87,7 +92,7 @@ def create_app(
     )
     app.state.stellate = state
     install_problem_handlers(app)
-    for module in (sessions, turns, forks, log, meta, events, branches, search):
+    for module in (sessions, turns, forks, log, meta, events, branches, erasure, search):
         app.include_router(module.router, prefix="/v1")
     install_ui(app)
     document_stream_caps(app)
@@ -104,7 +109,11 @@ def create_app(
 @contextlib.asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     """At shutdown: running turns get their grace period, then every space's agent is closed."""
-    yield
     state: ServerState = app.state.stellate
+    async with anyio.create_task_group() as background:
+        if state.prune is not None:
+            background.start_soon(prune_forever, state.spaces, state.keys, state.prune)
+        yield
+        background.cancel_scope.cancel()
     await state.turns.shutdown(state.shutdown_grace)
     await state.spaces.close()

@@ -10,6 +10,7 @@ from fastapi import Depends, Request
 from stellate.agent import Agent
 from stellate.server.auth import Principal, authenticate
 from stellate.server.keys import KeyRing
+from stellate.server.pruning import PrunePolicy
 from stellate.server.spaces import Spaces
 from stellate.server.turns import TurnManager
 
@@ -25,6 +26,8 @@ class ServerState:
     keys: KeyRing | None
     store_name: str
     shutdown_grace: float
+    prune: PrunePolicy | None = None
+    """Periodic pruning of archived sessions (`stellate.server.pruning`), or None."""
 
 
 def server_state(request: Request) -> ServerState:

@@ -17,6 +17,7 @@ from typing import Any
 from stellate.errors import ConflictError, NotFoundError, SchemaError, StoreError, UsageError
 from stellate.log.events import Event, NewEvent
 from stellate.store._batch import Fence, PlannedAppend, interleaved_range, plan_append
+from stellate.store._erase_sql import TOMBSTONES_MIGRATION, select_tombstones_sql, tombstone_from_row
 from stellate.store._history_sql import (
     entries_of,
     head_sql,
@@ -46,6 +47,7 @@ from stellate.store._sql import (
 )
 from stellate.store.base import BaseStore
 from stellate.store.digests import SessionDigest
+from stellate.store.erasure import Dependents, ErasePlan, Tombstone
 from stellate.store.history import (
     HistoryBounds,
     HistoryEntry,
@@ -58,6 +60,7 @@ from stellate.store.history import (
 from stellate.store.search import SearchPage, SearchQuery
 from stellate.store.segments import StoredSegment
 from stellate.store.sqlite_connections import SqliteConnections, Synchronous, WriteTransaction, translate
+from stellate.store.sqlite_erase import check_lineage_exists, erase_sync
 from stellate.store.sqlite_search import SEARCH_MIGRATION, index_planned, search_sync
 from stellate.store.types import Claim, Lease, SessionId, SessionRecord
 
@@ -144,8 +147,9 @@ MIGRATIONS: tuple[str, ...] = (
     ) WITHOUT ROWID;
     CREATE TABLE event_history_heads (space TEXT PRIMARY KEY, last_id INTEGER NOT NULL) WITHOUT ROWID;
     """,
-    # Message search (stellate.store.sqlite_search): an FTS5 trigram index, filled from the messages stored.
-    SEARCH_MIGRATION,
+    # What remains of erased sessions (stellate.store.erasure).
+    TOMBSTONES_MIGRATION,
+    SEARCH_MIGRATION,  # message search (stellate.store.sqlite_search): FTS5 trigrams, filled from the stored messages
 )
 
 _SELECT_RECORD = f"SELECT {', '.join(SELECTED_COLUMNS)} FROM sessions"
@@ -159,9 +163,14 @@ _UPDATE_STATE = f"UPDATE sessions SET {', '.join(c + ' = ?' for c in STATE_COLUM
 _SELECT_SEGMENTS = (
     "SELECT session_id, start_seq, end_seq, data FROM fold_segments WHERE session_id = ? AND end_seq <= ?"
 )
-_INSERT_SEGMENT = "INSERT OR REPLACE INTO fold_segments (session_id, start_seq, end_seq, data) VALUES (?, ?, ?, ?)"
+# Only beside a session that exists: a writer that kept a session open must not leave rows after its erase.
+_INSERT_SEGMENT = (
+    "INSERT OR REPLACE INTO fold_segments (session_id, start_seq, end_seq, data)"
+    " SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM sessions WHERE id = ?1)"
+)
 _INSERT_HISTORY = "INSERT INTO event_history (space, id, time, kind, data) VALUES (?, ?, ?, ?, ?)"
 _SELECT_TYPES = "SELECT type FROM events WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq"
+_TAKEN = "SELECT 1 FROM sessions WHERE id = ? UNION ALL SELECT 1 FROM tombstones WHERE id = ?"
 _INSERT_EVENTS = f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) VALUES ({', '.join('?' * len(EVENT_COLUMNS))})"
 
 
@@ -267,8 +276,9 @@ class SqliteStore(BaseStore):
 
     def _insert_sync(self, db: sqlite3.Connection, record: SessionRecord, planned: PlannedAppend | None) -> None:
         with WriteTransaction(db):
-            if db.execute("SELECT 1 FROM sessions WHERE id = ?", (record.id,)).fetchone():
+            if db.execute(_TAKEN, (record.id, record.id)).fetchone():
                 raise ConflictError(f"a session {record.id!r} already exists", code="session_exists")
+            check_lineage_exists(db, record, self.space)
             db.execute(_INSERT_RECORD, (*record_row(record), self.space))
             if planned is not None:
                 db.executemany(_INSERT_EVENTS, event_rows(record.id, planned))
@@ -467,15 +477,23 @@ class SqliteStore(BaseStore):
         """This space's event history in an id range (see `stellate.store.history.EventHistory`)."""
         return await self._run_short(self._read_history_sync, after, before, limit, kinds, writes=False)
 
+    async def _erase(
+        self, targets: tuple[SessionId, ...], dependents: Dependents | None, by: str, now: int, dry_run: bool
+    ) -> ErasePlan:
+        return await self._run(
+            lambda db: erase_sync(
+                db, space=self.space, targets=targets, dependents=dependents, by=by, now=now, dry_run=dry_run
+            )
+        )
+
+    async def list_tombstones(self) -> list[Tombstone]:
+        """The space's tombstones, oldest erase first."""
+        rows = await self._run(self._select, select_tombstones_sql("?"), (self.space,))
+        return [tombstone_from_row(r) for r in rows]
+
     async def search_messages(self, query: SearchQuery) -> SearchPage:
         """Search this space's message text (see `stellate.store.search`, `stellate.store.sqlite_search`)."""
-        return await self._run(self._read_search_sync, query)
-
-    def _read_search_sync(self, db: sqlite3.Connection, query: SearchQuery) -> SearchPage:
-        try:
-            return search_sync(db, self.space, query)
-        except sqlite3.Error as exc:
-            raise translate(exc, "search failed") from exc
+        return await self._run(search_sync, self.space, query)
 
     async def close(self) -> None:
         """Close the connections and stop the thread; safe to call twice."""

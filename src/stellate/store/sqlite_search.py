@@ -15,12 +15,31 @@ from typing import Any
 
 from stellate.store._batch import PlannedAppend
 from stellate.store.search import SearchPage, SearchQuery, hit_of, indexed_messages, page_of, turn_before
+from stellate.store.sqlite_connections import translate
 from stellate.store.types import SessionId
 
-__all__ = ["SEARCH_MIGRATION", "delete_search_rows", "index_planned", "search_sync"]
+__all__ = [
+    "SEARCH_ERASERS",
+    "SEARCH_MIGRATION",
+    "delete_search_rows",
+    "index_copied",
+    "index_planned",
+    "scrub_search_text",
+    "search_sync",
+]
 
 _TYPES = "('user/message', 'assistant/message')"
 _CONTENT = "json_extract(e.data, '$.content')"
+
+_TURN_OF_E = """COALESCE((
+        SELECT json_extract(t.data, '$.turn') FROM events t
+        WHERE t.session_id = e.session_id AND t.seq < e.seq AND t.type = 'turn/start'
+        ORDER BY t.seq DESC LIMIT 1), 0)"""
+_ROWS_OF = f"""INSERT INTO search_rows (session_id, seq, turn)
+    SELECT e.session_id, e.seq, {_TURN_OF_E} FROM events e
+    WHERE e.type IN {_TYPES} AND COALESCE({_CONTENT}, '') != ''"""
+_TEXT_OF = f"""INSERT INTO search_text (rowid, body)
+    SELECT r.id, {_CONTENT} FROM search_rows r JOIN events e ON e.session_id = r.session_id AND e.seq = r.seq"""
 
 #: Creates the index and fills it from the messages already stored (no ``;`` inside a statement: the
 #: migration runner splits on it).
@@ -33,17 +52,20 @@ CREATE TABLE search_rows (
     UNIQUE (session_id, seq)
 );
 CREATE VIRTUAL TABLE search_text USING fts5(body, content='', tokenize='trigram');
-INSERT INTO search_rows (session_id, seq, turn)
-    SELECT e.session_id, e.seq, COALESCE((
-        SELECT json_extract(t.data, '$.turn') FROM events t
-        WHERE t.session_id = e.session_id AND t.seq < e.seq AND t.type = 'turn/start'
-        ORDER BY t.seq DESC LIMIT 1), 0)
-    FROM events e
-    WHERE e.type IN {_TYPES} AND COALESCE({_CONTENT}, '') != ''
-    ORDER BY e.session_id, e.seq;
-INSERT INTO search_text (rowid, body)
-    SELECT r.id, {_CONTENT} FROM search_rows r JOIN events e ON e.session_id = r.session_id AND e.seq = r.seq
+{_ROWS_OF} ORDER BY e.session_id, e.seq;
+{_TEXT_OF}
 """
+
+#: What an erase runs per erased session (its id the one parameter), *before* its events are deleted: a
+#: contentless FTS5 row is deleted by giving its text back, read from ``events`` (`delete_search_rows`).
+SEARCH_ERASERS: tuple[str, ...] = (
+    "INSERT INTO search_text (search_text, rowid, body)"
+    f" SELECT 'delete', r.id, {_CONTENT} FROM search_rows r"
+    " JOIN events e ON e.session_id = r.session_id AND e.seq = r.seq WHERE r.session_id = ?",
+    "DELETE FROM search_rows WHERE session_id = ?",
+)
+_COPIED_ROWS = f"{_ROWS_OF} AND e.session_id = ? AND e.seq >= ? AND e.seq < ? ORDER BY e.seq"
+_COPIED_TEXT = f"{_TEXT_OF} WHERE r.session_id = ? AND r.seq >= ? AND r.seq < ?"
 
 _INSERT_ROW = "INSERT INTO search_rows (session_id, seq, turn) VALUES (?, ?, ?)"
 _INSERT_TEXT = "INSERT INTO search_text (rowid, body) VALUES (?, ?)"
@@ -61,20 +83,32 @@ def index_planned(db: sqlite3.Connection, session_id: SessionId, planned: Planne
 def delete_search_rows(db: sqlite3.Connection, session_ids: Iterable[str]) -> int:
     """Remove these sessions' messages from the index, in the caller's transaction; returns how many.
 
-    Call it *before* deleting the sessions' events: a contentless FTS5 row is deleted by giving its text back,
-    which is read from ``events``.
+    Call it *before* deleting the sessions' events (`SEARCH_ERASERS`, which an erase runs, does the same).
     """
     removed = 0
     for session_id in session_ids:
-        rows = db.execute(
-            f"SELECT r.id, {_CONTENT} FROM search_rows r JOIN events e ON e.session_id = r.session_id"
-            " AND e.seq = r.seq WHERE r.session_id = ?",
-            (session_id,),
-        ).fetchall()
-        db.executemany("INSERT INTO search_text (search_text, rowid, body) VALUES ('delete', ?, ?)", rows)
-        db.execute("DELETE FROM search_rows WHERE session_id = ?", (session_id,))
-        removed += len(rows)
+        for statement in SEARCH_ERASERS:
+            changed = db.execute(statement, (session_id,)).rowcount
+        removed += changed  # the second statement's count: the rows it removed
+    scrub_search_text(db)
     return removed
+
+
+def scrub_search_text(db: sqlite3.Connection) -> None:
+    """Merge the FTS5 index into one segment, dropping what deleted rows left in it, in the caller's transaction.
+
+    A contentless delete only adds a delete marker: the deleted message's trigrams (with their positions, from
+    which the text could be rebuilt) stay in older segments until a merge. An erase runs this once, after its
+    deletes and under ``secure_delete``, so they are gone from the file. It rewrites the whole index: a cost paid
+    per erase, not per append.
+    """
+    db.execute("INSERT INTO search_text (search_text) VALUES ('optimize')")
+
+
+def index_copied(db: sqlite3.Connection, session_id: str, start: int, stop: int) -> None:
+    """Index a session's events ``start <= seq < stop`` just copied into it (an erase keeping a dependent)."""
+    db.execute(_COPIED_ROWS, (session_id, start, stop))
+    db.execute(_COPIED_TEXT, (session_id, start, stop))
 
 
 def _like(term: str) -> str:
@@ -117,9 +151,16 @@ def search_sql(query: SearchQuery, space: str) -> tuple[str, list[Any]]:
 
 
 def search_sync(db: sqlite3.Connection, space: str, query: SearchQuery) -> SearchPage:
-    """One page of hits in ``space`` (read on ``db``)."""
+    """One page of hits in ``space`` (read on ``db``).
+
+    Raises:
+        StoreError: the database failed (translated).
+    """
     sql, params = search_sql(query, space)
-    rows = db.execute(sql, params).fetchall()
+    try:
+        rows = db.execute(sql, params).fetchall()
+    except sqlite3.Error as exc:
+        raise translate(exc, "search failed") from exc
     terms = query.terms
     hits = [
         hit_of(

@@ -139,6 +139,22 @@ async def test_messages_written_by_an_import_are_found(store: BaseStore) -> None
     assert found(await search(store, "velvet")) == {("imp", 2)}
 
 
+async def test_an_erased_sessions_messages_are_no_longer_found_and_a_kept_fork_owns_its_copy(
+    store: BaseStore,
+) -> None:
+    """An erased session's messages are not found; a fork kept with its own copy owns them, same seqs and turns."""
+    await session(store, "src", ("paper lanterns", "lovely"))
+    await store.create_session(session_id=S("fork"), fork=ForkRequest(source_id=S("src")))
+    await store.append(S("fork"), turn(2, user="more lanterns", reply="sure"))
+    await session(store, "other", ("a lantern shop", "closed"))
+    await store.erase_sessions([S("src")], dependents="keep")
+    page = await search(store, "lantern")
+    assert found(page) == {("fork", 2), ("fork", 8), ("other", 2)}
+    assert {(h.seq, h.turn) for h in page.hits if h.session_id == "fork"} == {(2, 1), (8, 2)}
+    await store.erase_sessions([S("fork"), S("other")])
+    assert found(await search(store, "lantern")) == set()
+
+
 @pytest.mark.parametrize("text", ["", "   ", "x" * 201, " ".join("abcdefghi")])
 async def test_an_unusable_query_is_a_usage_error(store: BaseStore, text: str) -> None:
     """Empty, too long, or too many terms: refused before any backend is asked."""

@@ -47,6 +47,7 @@ from stellate.testing.contract_support import open_tool_turn as open_tool_turn
 from stellate.testing.contract_support import turn as turn
 
 # The rest of the contract: `import *` of this module must keep handing a backend every rule.
+from stellate.testing.erase_contract import *  # noqa: F403
 from stellate.testing.history_contract import *  # noqa: F403
 from stellate.testing.lease_contract import *  # noqa: F403
 from stellate.testing.search_contract import *  # noqa: F403
