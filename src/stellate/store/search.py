@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Final, Literal, Protocol, runtime_checkable
 
 from stellate.errors import UsageError
-from stellate.log.events import Event
+from stellate.log.events import Event, storable_text
 from stellate.store._batch import PlannedAppend
 from stellate.store.types import SessionId, SessionRecord
 
@@ -72,6 +72,8 @@ class SearchQuery:
     """Hits to skip: the ``next_offset`` of the page before."""
 
     def __post_init__(self) -> None:
+        if storable_text(self.text)[1]:  # no stored text holds these (they are replaced on the way in)
+            raise UsageError("the search query holds a NUL character or a lone surrogate; remove it")
         if not self.text.split():
             raise UsageError("the search query is empty; give a word or phrase to look for")
         if len(self.text) > _MAX_QUERY:

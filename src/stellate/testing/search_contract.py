@@ -155,9 +155,9 @@ async def test_an_erased_sessions_messages_are_no_longer_found_and_a_kept_fork_o
     assert found(await search(store, "lantern")) == set()
 
 
-@pytest.mark.parametrize("text", ["", "   ", "x" * 201, " ".join("abcdefghi")])
+@pytest.mark.parametrize("text", ["", "   ", "x" * 201, " ".join("abcdefghi"), "a\x00b", "\ud800"])
 async def test_an_unusable_query_is_a_usage_error(store: BaseStore, text: str) -> None:
-    """Empty, too long, or too many terms: refused before any backend is asked."""
+    """Empty, too long, too many terms, or a character no stored text holds: refused before any backend is asked."""
     with pytest.raises(UsageError):
         await search(store, text)
 
