@@ -24,6 +24,7 @@ from stellate.agent.branching import Branched
 from stellate.agent.comparison import Comparison
 from stellate.agent.reflector import Reflection
 from stellate.agent.replay import Replay
+from stellate.agent.searching import SearchPage
 from stellate.agent.topology import SessionDigest, TopologyNode
 from stellate.engine.approval import PendingApproval
 from stellate.engine.config import ForkOptions
@@ -205,3 +206,9 @@ class SyncAgent:
     def expire_approvals(self) -> int:
         """Blocking `Agent.expire_approvals`."""
         return self._call(self.agent.expire_approvals)
+
+    def search(self, query: str, *, include_archived: bool = False, limit: int = 20, offset: int = 0) -> SearchPage:
+        """Blocking `Agent.search`."""
+        return self._portal.call(
+            lambda: self.agent.search(query, include_archived=include_archived, limit=limit, offset=offset)
+        )

@@ -131,3 +131,24 @@ def test_the_sync_client_reads_the_capabilities(server_url: str) -> None:
         found = remote.capabilities()
     assert found["default_model"] == {"provider": "scripted", "model": "scripted-model", "base_url": None}
     assert (found["reflector"], found["reflection"]) == (False, None)
+
+
+async def test_search_over_http_returns_the_same_hits_as_in_process(client: Client) -> None:
+    local = Agent(MemoryStore(), llm=echo_llm())
+    for agent in (local, client):
+        root = await agent.create_session(label="Trip")
+        await agent.turn(root.id, "ferry times to Naoshima")
+        page = await agent.search("naoshima", limit=1)
+        assert [(h.session_id, h.seq, h.turn, h.label) for h in page.hits] == [(root.id, 4, 1, "Trip")]
+        assert page.next_offset == 1  # the echo holds it too
+        rest = await agent.search("naoshima", limit=1, offset=1)
+        assert [h.role for h in rest.hits] == ["user"] and rest.next_offset is None
+    with pytest.raises(UsageError):
+        await client.search(" ")
+
+
+def test_the_sync_client_searches(server_url: str) -> None:
+    with SyncClient(server_url) as remote:
+        root = remote.create_session(label="sync")
+        remote.turn(root.id, "蓝色的海")
+        assert {h.role for h in remote.search("蓝色").hits} == {"user", "assistant"}

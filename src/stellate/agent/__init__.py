@@ -3,6 +3,17 @@
 from stellate.agent.agent import Agent
 from stellate.agent.bus import EventBus, Hook
 from stellate.agent.reflector import Reflection, Reflector
+from stellate.agent.searching import SearchHit, SearchPage
 from stellate.agent.topology import SessionDigest, TopologyNode
 
-__all__ = ["Agent", "EventBus", "Hook", "Reflection", "Reflector", "SessionDigest", "TopologyNode"]
+__all__ = [
+    "Agent",
+    "EventBus",
+    "Hook",
+    "Reflection",
+    "Reflector",
+    "SearchHit",
+    "SearchPage",
+    "SessionDigest",
+    "TopologyNode",
+]

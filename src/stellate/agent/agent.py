@@ -25,6 +25,7 @@ from stellate.agent.reflecting import reflect
 from stellate.agent.reflector import Reflection, Reflector
 from stellate.agent.relay import EventRelay
 from stellate.agent.runtime import BUILTIN_TOOLS, Registries, frozen_config, overlay
+from stellate.agent.searching import AgentSearch
 from stellate.agent.sessions import SessionCache
 from stellate.agent.topology import SessionDigest
 from stellate.agent.turn_notices import turn_error, waiting_notice
@@ -58,7 +59,7 @@ __all__ = ["Agent"]
 DEFAULT_STORE = "sqlite:///stellate.db"
 
 
-class Agent(AgentReads, AgentBranches, AgentErasure, AgentApprovals):
+class Agent(AgentReads, AgentBranches, AgentErasure, AgentApprovals, AgentSearch):
     """Branching conversations over a store.
 
     Args:

@@ -16,6 +16,7 @@ from stellate.cli.invocation import Invocation
 from stellate.cli.lookup import SessionFilter, filter_sessions, find_session, resolve_session
 from stellate.cli.parsing import positive_int
 from stellate.cli.render import clip, event_line, forest_tree, session_table
+from stellate.cli.search import add_search_parser
 from stellate.log.fork import check_explicit_boundary
 from stellate.store import SessionId, SessionRecord
 
@@ -59,6 +60,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
     rename_parser.set_defaults(handler=rename)
     replay.add_parsers(actions, common)
     add_delete_parser(actions, common)
+    add_search_parser(actions, common)
 
 
 def _add_list_parser(

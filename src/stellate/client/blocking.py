@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from stellate.agent import Reflection, SessionDigest, TopologyNode
+from stellate.agent import Reflection, SearchPage, SessionDigest, TopologyNode
 from stellate.agent.branching import Branched
 from stellate.agent.comparison import Comparison
 from stellate.agent.replay import Replay
@@ -168,6 +168,12 @@ class SyncClient:
     def deny(self, session_id: str, call_id: str, *, reason: str | None = None, by: str = "user") -> TurnResult | None:
         """See `Agent.deny`."""
         return self._call(lambda: self.client.deny(session_id, call_id, reason=reason, by=by))
+
+    def search(self, query: str, *, include_archived: bool = False, limit: int = 20, offset: int = 0) -> SearchPage:
+        """See `Agent.search`."""
+        return self._call(
+            lambda: self.client.search(query, include_archived=include_archived, limit=limit, offset=offset)
+        )
 
 
 async def _make(*args: Any, **kwargs: Any) -> Client:

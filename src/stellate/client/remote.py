@@ -16,7 +16,7 @@ except ImportError as exc:  # pragma: no cover - the extra is installed wherever
     raise ImportError('the client needs httpx; install it with `pip install "stellate[server]"`') from exc
 from pydantic import TypeAdapter
 
-from stellate.agent import Reflection, SessionDigest, TopologyNode
+from stellate.agent import Reflection, SearchPage, SessionDigest, TopologyNode
 from stellate.client.branches import ClientBranches
 from stellate.client.errors import error_from_problem
 from stellate.engine import ForkOptions, PendingApproval, SessionConfig
@@ -30,6 +30,7 @@ __all__ = ["Client"]
 _DIGEST = TypeAdapter(SessionDigest)
 _NODES = TypeAdapter(list[TopologyNode])
 _RESULT = TypeAdapter(TurnResult)
+_SEARCH_PAGE = TypeAdapter(SearchPage)
 _TURN_EVENT: TypeAdapter[TurnEvent] = TypeAdapter(TurnEvent)
 _AGENT_EVENT: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent)
 _TOMBSTONES = TypeAdapter(list[Tombstone])
@@ -272,6 +273,15 @@ class Client(ClientBranches):
         """
         found: dict[str, Any] = await self._call("GET", "/capabilities")
         return found
+
+    # -- search ----------------------------------------------------------------------------------
+
+    async def search(
+        self, query: str, *, include_archived: bool = False, limit: int = 20, offset: int = 0
+    ) -> SearchPage:
+        """See `Agent.search`."""
+        params = {"q": query, "archived": include_archived, "limit": limit, "offset": offset}
+        return _SEARCH_PAGE.validate_python(await self._call("GET", "/search", params=params))
 
     # -- approvals -------------------------------------------------------------------------------
 

@@ -428,3 +428,30 @@ class DecisionOut(BaseModel):
     call_id: str
     decision: Literal["approve", "deny"]
     result: TurnResult | None
+
+
+class SearchHitOut(BaseModel):
+    """One message that matched a search. ``label`` and ``snippet`` are untrusted text: show them as text."""
+
+    session_id: str
+    """The session that holds the message in its own log (forks inheriting it are not listed)."""
+    label: str
+    archived: bool
+    seq: int
+    """The message's seq in that session: open the conversation there."""
+    turn: int
+    role: Literal["user", "assistant"]
+    time: int
+    """Epoch milliseconds."""
+    snippet: str
+    """Part of the message around the first match; whitespace collapsed, ``…`` where cut."""
+    highlights: list[tuple[int, int]]
+    """``[start, end)`` character offsets in ``snippet`` where the terms occur."""
+
+
+class SearchPageOut(BaseModel):
+    """One page of search hits, best first."""
+
+    hits: list[SearchHitOut]
+    next_offset: int | None
+    """Pass as ``offset`` for the next page; None on the last page."""

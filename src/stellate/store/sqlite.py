@@ -57,10 +57,12 @@ from stellate.store.history import (
     prune_due,
     signal_locally,
 )
+from stellate.store.search import SearchPage, SearchQuery
 from stellate.store.segments import StoredSegment
 from stellate.store.sqlite_connections import SqliteConnections, Synchronous, WriteTransaction, translate
 from stellate.store.sqlite_erase import check_lineage_exists, erase_sync
 from stellate.store.sqlite_files import sqlite_path
+from stellate.store.sqlite_search import SEARCH_MIGRATION, index_planned, search_sync
 from stellate.store.types import Claim, Lease, SessionId, SessionRecord
 
 __all__ = ["MIGRATIONS", "SqliteStore", "Synchronous", "sqlite_path"]
@@ -148,6 +150,7 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # What remains of erased sessions (stellate.store.erasure).
     TOMBSTONES_MIGRATION,
+    SEARCH_MIGRATION,  # message search (stellate.store.sqlite_search): FTS5 trigrams, filled from the stored messages
 )
 
 _SELECT_RECORD = f"SELECT {', '.join(SELECTED_COLUMNS)} FROM sessions"
@@ -272,6 +275,7 @@ class SqliteStore(BaseStore):
             db.execute(_INSERT_RECORD, (*record_row(record), self.space))
             if planned is not None:
                 db.executemany(_INSERT_EVENTS, event_rows(record.id, planned))
+                index_planned(db, record.id, planned)
 
     def _append_sync(
         self,
@@ -306,6 +310,7 @@ class SqliteStore(BaseStore):
         types = [t for (t,) in db.execute(_SELECT_TYPES, (session_id, *gap))] if gap is not None else None
         planned = plan_append(record, events, expected, fence, interleaved=types)
         db.executemany(_INSERT_EVENTS, event_rows(session_id, planned))
+        index_planned(db, session_id, planned)
         db.execute(_UPDATE_STATE, (*state_update_row(planned.record), session_id))
         if fence.release:
             db.execute(_LEASE["release"], (session_id, fence.token))
@@ -478,6 +483,10 @@ class SqliteStore(BaseStore):
         """The space's tombstones, oldest erase first."""
         rows = await self._run(self._select, select_tombstones_sql("?"), (self.space,))
         return [tombstone_from_row(r) for r in rows]
+
+    async def search_messages(self, query: SearchQuery) -> SearchPage:
+        """Search this space's message text (see `stellate.store.search`, `stellate.store.sqlite_search`)."""
+        return await self._run(search_sync, self.space, query)
 
     async def close(self) -> None:
         """Close the connections and stop the thread; safe to call twice."""

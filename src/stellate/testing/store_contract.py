@@ -16,9 +16,9 @@ Use it for your own backend::
 
 This module holds the log rules (creation, append, refused writes, materialized state, fork, repair, topology,
 durability, JSONL) and re-exports the rest of the contract, so the one ``import *`` above runs all of it:
-`stellate.testing.lease_contract` (leases and claims), `stellate.testing.space_contract` (spaces) and
-`stellate.testing.history_contract` (the event history). Their shared
-builders (`turn`, `open_tool_turn`, ...) live in `stellate.testing.contract_support`.
+`stellate.testing.lease_contract` (leases and claims), `stellate.testing.space_contract` (spaces),
+`stellate.testing.history_contract` (the event history) and `stellate.testing.search_contract` (message search).
+Their shared builders (`turn`, `open_tool_turn`, ...) live in `stellate.testing.contract_support`.
 """
 
 from __future__ import annotations
@@ -51,6 +51,7 @@ from stellate.testing.contract_support import turn as turn
 from stellate.testing.erase_contract import *  # noqa: F403
 from stellate.testing.history_contract import *  # noqa: F403
 from stellate.testing.lease_contract import *  # noqa: F403
+from stellate.testing.search_contract import *  # noqa: F403
 from stellate.testing.space_contract import *  # noqa: F403
 
 # -- creation and reading ----------------------------------------------------------------------

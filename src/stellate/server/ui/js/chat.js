@@ -10,6 +10,7 @@ import { t } from './i18n.js';
 import { forest } from './live.js';
 import { renderMarkdown } from './markdown.js';
 import { distinction, turnsText } from './names.js';
+import { MessageSearch, revealHit } from './search.js';
 import { emptyState, errorNode, go, toast } from './shared.js';
 import { conversationOf } from './transcript.js';
 
@@ -59,7 +60,7 @@ class ChatPage {
     this.stopButton.hidden = true;
     this.composer = h('div', { class: 'composer' }, this.input, h('div', { class: 'buttons' }, this.stopButton, this.sendButton));
     fill(container, h('section', { class: 'page chat-page' },
-      h('aside', { class: 'tree-pane' }, h('h2', { text: t('chat.sessions') }), filter, this.tree),
+      h('aside', { class: 'tree-pane' }, h('h2', { text: t('chat.sessions') }), new MessageSearch().element, filter, this.tree),
       h('div', { class: 'chat-pane' }, this.header, this.messages, this.composer)));
   }
 
@@ -110,6 +111,7 @@ class ChatPage {
     this.composer.hidden = this.detail.status === 'archived';
     this.renderHeader();
     this.renderMessages();
+    revealHit(this.messages, this.id);
     this.follow();
   }
 

@@ -6,6 +6,7 @@ import { clock, fill, h, pretty } from './dom.js';
 import { t } from './i18n.js';
 import { forest } from './live.js';
 import { nameOf, sessionName, turnsText } from './names.js';
+import { SessionPicker } from './picker.js';
 import { emptyState, errorNode, go } from './shared.js';
 
 export function mount(container, params) {
@@ -17,11 +18,11 @@ class Inspector {
   constructor(container, id) {
     this.id = id;
     this.typeFilter = '';
-    this.picker = h('select', { 'aria-label': t('inspect.session'), translate: 'no' });
-    this.picker.addEventListener('change', () => go('#/inspect/' + encodeURIComponent(this.picker.value)));
+    this.picker = new SessionPicker({ label: t('inspect.session'), sessions: () => [...forest.nodes.values()],
+      onPick: (id) => go('#/inspect/' + encodeURIComponent(id)) });
     this.body = h('div', { class: 'inspector' });
     fill(container, h('section', { class: 'page inspect-page' },
-      h('div', { class: 'toolbar' }, h('h1', { text: t('inspect.title') }), this.picker), this.body));
+      h('div', { class: 'toolbar' }, h('h1', { text: t('inspect.title') }), this.picker.element), this.body));
     this.off = forest.on(() => this.renderPicker());
     if (forest.loaded) this.renderPicker(); else forest.refresh(0);
     if (id) this.load(); else emptyState(this.body, t('inspect.pick'));
@@ -30,10 +31,7 @@ class Inspector {
   destroy() { this.off(); }
 
   renderPicker() {
-    const value = this.id || '';
-    fill(this.picker, h('option', { value: '', text: t('inspect.pick') }),
-      [...forest.nodes.values()].map((n) => h('option', { value: n.id, text: `${sessionName(n)} (${n.id})` })));
-    this.picker.value = value;
+    if (document.activeElement !== this.picker.input) this.picker.value = this.id;
   }
 
   async load() {

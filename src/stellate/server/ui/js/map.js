@@ -11,6 +11,7 @@ import { awaitingBadge } from './approvals.js';
 import { eraseDialog } from './erase.js';
 import { distinction, nameOf, sessionName, turnsText } from './names.js';
 import { reflectControl } from './reflect.js';
+import { MessageSearch } from './search.js';
 import { confirmDialog, errorNode, forkDialog, go, newSessionDialog, toast } from './shared.js';
 
 const POP_MS = 500;
@@ -56,11 +57,12 @@ class StarMap {
   build() {
     this.search = h('input', { type: 'search', class: 'search', placeholder: t('map.search'), 'aria-label': t('map.search') });
     this.search.addEventListener('input', () => { this.query = this.search.value.trim().toLowerCase(); this.renderList(); this.draw(); });
+    this.messageSearch = new MessageSearch({ input: this.search }); // the same words, in messages
     this.count = h('span', { class: 'pill' });
     this.listToggle = h('button', { type: 'button', 'aria-pressed': 'false', text: t('map.list'),
       onclick: () => this.toggleList() });
     const toolbar = h('div', { class: 'toolbar' },
-      h('h1', { text: t('map.title') }), this.count, this.search,
+      h('h1', { text: t('map.title') }), this.count, this.messageSearch.element,
       h('button', { type: 'button', text: t('map.fit'), title: t('map.fitHint'), onclick: () => { this.userMoved = false; this.fit(); } }),
       h('button', { type: 'button', text: '+', 'aria-label': t('map.zoomIn'), title: t('map.zoomIn'), onclick: () => this.zoomBy(1.25) }),
       h('button', { type: 'button', text: '−', 'aria-label': t('map.zoomOut'), title: t('map.zoomOut'), onclick: () => this.zoomBy(0.8) }),
