@@ -22,6 +22,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from stellate.agent.agent import Agent
 from stellate.agent.reflector import Reflection
 from stellate.agent.topology import SessionDigest, TopologyNode
+from stellate.agent.usage_report import ContextWindow, UsageReport
 from stellate.engine.config import ForkOptions
 from stellate.engine.events import TurnEvent, TurnResult
 from stellate.log.messages import Message
@@ -146,3 +147,11 @@ class SyncAgent:
     def reflect(self, *, synthesis_session_id: str | None = None) -> Reflection:
         """See `Agent.reflect`."""
         return self._portal.call(lambda: self.agent.reflect(synthesis_session_id=synthesis_session_id))
+
+    def usage_report(self, session_id: str) -> UsageReport:
+        """See `Agent.usage_report`."""
+        return self._call(self.agent.usage_report, session_id)
+
+    def context_window(self, session_id: str, reply_seq: int | None = None) -> ContextWindow:
+        """See `Agent.context_window`."""
+        return self._call(self.agent.context_window, session_id, reply_seq)

@@ -17,6 +17,7 @@ from stellate.agent._locks import SessionLocks
 from stellate.agent.bus import EventBus, Hook
 from stellate.agent.consolidation import Consolidator
 from stellate.agent.forking import Forker
+from stellate.agent.prices import Price
 from stellate.agent.reading import AgentReads
 from stellate.agent.reflecting import reflect
 from stellate.agent.reflector import Reflection, Reflector
@@ -25,6 +26,7 @@ from stellate.agent.runtime import BUILTIN_TOOLS, Registries, frozen_config, ove
 from stellate.agent.sessions import SessionCache
 from stellate.agent.topology import SessionDigest
 from stellate.agent.turn_notices import turn_error, waiting_notice
+from stellate.agent.usage_report import AgentUsage
 from stellate.engine.config import ForkOptions, ForkProfile, SessionConfig
 from stellate.engine.events import (
     AgentEvent,
@@ -54,7 +56,7 @@ __all__ = ["Agent"]
 DEFAULT_STORE = "sqlite:///stellate.db"
 
 
-class Agent(AgentReads):
+class Agent(AgentReads, AgentUsage):
     """Branching conversations over a store.
 
     Args:
@@ -83,6 +85,7 @@ class Agent(AgentReads):
         share_events: Send this agent's events to the agents of other processes on the same store and space, and
             theirs to this agent's subscribers (text chunks of their running turns included). None: on when the
             store carries signals between processes (PostgreSQL).
+        prices: Price table for `usage_report` (model or ``provider/model`` -> `Price`); none built in.
     """
 
     def __init__(
@@ -107,6 +110,7 @@ class Agent(AgentReads):
         lease_ttl: float = DEFAULT_LEASE_TTL,
         mcp_servers: Mapping[str, MCPServerSpec] | MCPServers | None = None,
         share_events: bool | None = None,
+        prices: Mapping[str, Price] | None = None,
     ) -> None:
         unknown = set(builtin_tools) - set(BUILTIN_TOOLS)
         if unknown:
@@ -143,6 +147,7 @@ class Agent(AgentReads):
         self.durability: Durability = durability
         self.busy_timeout = busy_timeout
         self.lease_ttl = lease_ttl
+        self.prices = dict(prices or {})
         self.owner = lease_owner(f"agent-{uuid.uuid4().hex[:8]}")
         """Names this agent in the leases it takes (host, process id and a per-agent id)."""
         self.events = EventBus()
