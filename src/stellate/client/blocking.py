@@ -9,6 +9,8 @@ from typing import Any, TypeVar
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from stellate.agent import Reflection, SessionDigest, TopologyNode
+from stellate.agent.context_window import ContextWindow
+from stellate.agent.usage_report import UsageReport
 from stellate.client.remote import Client
 from stellate.engine import ForkOptions
 from stellate.engine.events import TurnEvent, TurnResult
@@ -110,6 +112,14 @@ class SyncClient:
     def reflect(self, *, synthesis_session_id: str | None = None) -> Reflection:
         """See `Agent.reflect`."""
         return self._call(lambda: self.client.reflect(synthesis_session_id=synthesis_session_id))
+
+    def usage_report(self, session_id: str) -> UsageReport:
+        """See `Client.usage_report`."""
+        return self._call(lambda: self.client.usage_report(session_id))
+
+    def context_window(self, session_id: str, reply_seq: int | None = None) -> ContextWindow:
+        """See `Client.context_window`."""
+        return self._call(lambda: self.client.context_window(session_id, reply_seq))
 
 
 async def _make(*args: Any, **kwargs: Any) -> Client:
