@@ -95,6 +95,7 @@ class Invocation:
         from stellate.agent import Agent
         from stellate.cli.providers import adapter_or_placeholder
         from stellate.cli.settings import fork_profiles
+        from stellate.cli.usage import configured_prices
 
         if llm is None:
             llm, configured = adapter_or_placeholder(self.provider())
@@ -107,6 +108,7 @@ class Invocation:
             busy_timeout=self.database().busy_timeout,
             lease_ttl=self.database().lease_ttl,
             consolidate_every=consolidate_every,
+            prices=configured_prices(self.config(), getattr(self.args, "price", ())),
         )
 
     @contextlib.asynccontextmanager

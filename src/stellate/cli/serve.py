@@ -14,6 +14,7 @@ from stellate.cli.devtools import serve_and_open, ui_url
 from stellate.cli.invocation import Invocation
 from stellate.cli.listening import bind_listener
 from stellate.cli.providers import adapter_or_placeholder, public_providers
+from stellate.cli.usage import add_price_option
 from stellate.errors import UsageError
 from stellate.server.defaults import (
     DEFAULT_BODY_TIMEOUT,
@@ -55,6 +56,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
     serve_parser.add_argument("--provider", help=f"model provider: {', '.join(public_providers())}")
     serve_parser.add_argument("--model", help="model name (for local: a GGUF file)")
     serve_parser.add_argument("--base-url", dest="base_url", help="API root of an OpenAI-compatible server")
+    add_price_option(serve_parser)
     _add_safety_options(serve_parser)
     serve_parser.set_defaults(handler=serve)
 

@@ -1,4 +1,7 @@
-"""``stellate sessions``: list and look at the forest, copy sessions in and out, fork, rename and archive."""
+"""``stellate sessions``: list and look at the forest, copy sessions in and out, fork, rename and archive.
+
+``sessions usage`` (what each model call cost) lives in `stellate.cli.usage`.
+"""
 
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from stellate.cli.invocation import Invocation
 from stellate.cli.lookup import SessionFilter, filter_sessions, resolve_session
 from stellate.cli.parsing import positive_int
 from stellate.cli.render import clip, event_line, forest_tree, session_table
+from stellate.cli.usage import add_usage_parser
 from stellate.log.fork import check_explicit_boundary
 from stellate.store import BaseStore, SessionId, SessionRecord, export_session, import_session
 from stellate.store.memory import MemoryStore
@@ -52,6 +56,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
     rename_parser.add_argument("id", help="session id, id prefix or label")
     rename_parser.add_argument("label", nargs="+", help="the new label (several words need no quotes)")
     rename_parser.set_defaults(handler=rename)
+    add_usage_parser(actions, common)
 
 
 def _add_list_parser(

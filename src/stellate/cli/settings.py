@@ -9,6 +9,10 @@ Config file (``--config``, else ``$STELLATE_CONFIG``, else ``~/.config/stellate/
     context_tokens = 64000
     schema = "team_a"              # PostgreSQL only: the schema of this deployment's tables
 
+    [prices."deepseek-chat"]       # per million tokens, for the cost of each call (none built in)
+    input = 0.27
+    output = 1.10
+
     [profiles.expert]              # fork profiles for /fork --profile and the model's create_session
     system_prompt = "You are an expert in ${topic}."   # ${name} is filled from --var name=value
     mode = "preset"                # preset | prepend | append
@@ -37,6 +41,7 @@ __all__ = [
     "DEFAULT_DB",
     "DEFAULT_PROFILES",
     "ConfigFile",
+    "PriceEntry",
     "ProfileEntry",
     "ProviderFlags",
     "config_path",
@@ -61,6 +66,15 @@ class ProfileEntry(BaseModel):
     description: str = ""
 
 
+class PriceEntry(BaseModel):
+    """A model's price in the config file, per million tokens (in any one currency)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: float = Field(ge=0, allow_inf_nan=False)
+    output: float = Field(ge=0, allow_inf_nan=False)
+
+
 class ConfigFile(BaseModel):
     """The config file's schema; unknown keys are refused so that a typo is not silently ignored."""
 
@@ -74,6 +88,8 @@ class ConfigFile(BaseModel):
     pg_schema: str | None = Field(default=None, alias="schema")
     """``schema`` in the file: the PostgreSQL schema of the tables (``--schema`` and ``$STELLATE_SCHEMA`` win)."""
     profiles: dict[str, ProfileEntry] = {}
+    prices: dict[str, PriceEntry] = {}
+    """Model (or ``provider/model``) -> price per million tokens; none built in."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
