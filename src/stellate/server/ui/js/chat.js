@@ -9,6 +9,7 @@ import { forest } from './live.js';
 import { renderMarkdown } from './markdown.js';
 import { emptyState, errorNode, go, toast } from './shared.js';
 import { conversationOf } from './transcript.js';
+import { loadUsage, usageLine } from './usage.js';
 
 export function mount(container, params) {
   const page = new ChatPage(container, params.id || null);
@@ -91,9 +92,11 @@ class ChatPage {
 
   async load() {
     try {
-      const [detail, log] = await Promise.all([api(`/sessions/${sid(this.id)}`), allEvents(this.id)]);
+      const [detail, log, usage] = await Promise.all([api(`/sessions/${sid(this.id)}`), allEvents(this.id),
+        loadUsage(this.id).catch(() => null)]); // the conversation shows without its figures if they fail
       this.detail = detail;
       this.events = log.events;
+      this.usage = usage;
       this.items = conversationOf(log.events);
     } catch (error) {
       this.detail = null;
@@ -121,6 +124,7 @@ class ChatPage {
         const last = this.events[this.events.length - 1];
         if (last && data.seq <= last.seq) return;
         this.events.push(data);
+        if (data.type === 'model/called') this.usageStale = true;
         if (!this.streaming) this.scheduleRender();
       },
     }).catch(() => null);
@@ -133,7 +137,14 @@ class ChatPage {
       if (this.streaming) return;
       this.items = conversationOf(this.events);
       this.renderMessages();
+      if (this.usageStale) this.refreshUsage();
     });
+  }
+
+  async refreshUsage() {
+    this.usageStale = false;
+    const usage = await loadUsage(this.id).catch(() => null);
+    if (usage && usage.id === this.id && !this.streaming) { this.usage = usage; this.renderMessages(); }
   }
 
   renderHeader() {
@@ -199,6 +210,8 @@ class ChatPage {
     body.append(renderMarkdown(item.text));
     const wrapper = h('div', { class: 'msg assistant' + (item.inherited ? ' inherited' : ''), dataset: { seq: item.seq } }, body);
     if (item.text) wrapper.append(h('div', { class: 'msg-actions' }, this.branchButton(item)));
+    const line = usageLine(this.usage, item.seq);
+    if (line) wrapper.append(line);
     return wrapper;
   }
 
