@@ -20,7 +20,10 @@ from typing import Any, TypeVar
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from stellate.agent.agent import Agent
+from stellate.agent.branching import Branched
+from stellate.agent.comparison import Comparison
 from stellate.agent.reflector import Reflection
+from stellate.agent.replay import Replay
 from stellate.agent.topology import SessionDigest, TopologyNode
 from stellate.agent.usage_report import ContextWindow, UsageReport
 from stellate.engine.config import ForkOptions
@@ -147,6 +150,22 @@ class SyncAgent:
     def reflect(self, *, synthesis_session_id: str | None = None) -> Reflection:
         """See `Agent.reflect`."""
         return self._portal.call(lambda: self.agent.reflect(synthesis_session_id=synthesis_session_id))
+
+    def edit_turn(self, session_id: str, turn: int, content: str, *, label: str | None = None) -> Branched:
+        """See `Agent.edit_turn`."""
+        return self._portal.call(lambda: self.agent.edit_turn(session_id, turn, content, label=label))
+
+    def regenerate_turn(self, session_id: str, turn: int | None = None, *, label: str | None = None) -> Branched:
+        """See `Agent.regenerate_turn`."""
+        return self._portal.call(lambda: self.agent.regenerate_turn(session_id, turn, label=label))
+
+    def compare_sessions(self, a_id: str, b_id: str) -> Comparison:
+        """See `Agent.compare_sessions`."""
+        return self._call(self.agent.compare_sessions, a_id, b_id)
+
+    def replay_session(self, session_id: str, *, from_turn: int, **settings: str | None) -> Replay:
+        """See `Agent.replay_session` (``llm``, ``system_prompt``, ``profile``, ``label`` as keywords)."""
+        return self._portal.call(lambda: self.agent.replay_session(session_id, from_turn=from_turn, **settings))
 
     def usage_report(self, session_id: str) -> UsageReport:
         """See `Agent.usage_report`."""

@@ -28,6 +28,9 @@ SESSION_ROUTES: list[tuple[str, str, dict[str, object] | None]] = [
     ("GET", "/sessions/{id}/lineage", None),
     ("GET", "/sessions/{id}/usage", None),
     ("GET", "/sessions/{id}/context-window", None),
+    ("POST", "/sessions/{id}/edit", {"turn": 1, "content": "x"}),
+    ("POST", "/sessions/{id}/regenerate", {}),
+    ("POST", "/sessions/{id}/replay", {"from_turn": 1}),
 ]
 
 

@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mappi
 from typing import Any
 
 from stellate.agent._locks import SessionLocks
+from stellate.agent.branches import AgentBranches
 from stellate.agent.bus import EventBus, Hook
 from stellate.agent.consolidation import Consolidator
 from stellate.agent.forking import Forker
@@ -56,7 +57,7 @@ __all__ = ["Agent"]
 DEFAULT_STORE = "sqlite:///stellate.db"
 
 
-class Agent(AgentReads, AgentUsage):
+class Agent(AgentReads, AgentBranches, AgentUsage):
     """Branching conversations over a store.
 
     Args:

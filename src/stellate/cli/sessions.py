@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 from rich.text import Text
 
+from stellate.cli import replay
 from stellate.cli.console import progress_bar
 from stellate.cli.invocation import Invocation
 from stellate.cli.lookup import SessionFilter, filter_sessions, resolve_session
@@ -56,6 +57,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
     rename_parser.add_argument("id", help="session id, id prefix or label")
     rename_parser.add_argument("label", nargs="+", help="the new label (several words need no quotes)")
     rename_parser.set_defaults(handler=rename)
+    replay.add_parsers(actions, common)
     add_usage_parser(actions, common)
 
 

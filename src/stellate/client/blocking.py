@@ -9,7 +9,10 @@ from typing import Any, TypeVar
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from stellate.agent import Reflection, SessionDigest, TopologyNode
+from stellate.agent.branching import Branched
+from stellate.agent.comparison import Comparison
 from stellate.agent.context_window import ContextWindow
+from stellate.agent.replay import Replay
 from stellate.agent.usage_report import UsageReport
 from stellate.client.remote import Client
 from stellate.engine import ForkOptions
@@ -112,6 +115,22 @@ class SyncClient:
     def reflect(self, *, synthesis_session_id: str | None = None) -> Reflection:
         """See `Agent.reflect`."""
         return self._call(lambda: self.client.reflect(synthesis_session_id=synthesis_session_id))
+
+    def edit_turn(self, session_id: str, turn: int, content: str, *, label: str | None = None) -> Branched:
+        """See `Agent.edit_turn`."""
+        return self._call(lambda: self.client.edit_turn(session_id, turn, content, label=label))
+
+    def regenerate_turn(self, session_id: str, turn: int | None = None, *, label: str | None = None) -> Branched:
+        """See `Agent.regenerate_turn`."""
+        return self._call(lambda: self.client.regenerate_turn(session_id, turn, label=label))
+
+    def compare_sessions(self, a_id: str, b_id: str) -> Comparison:
+        """See `Agent.compare_sessions`."""
+        return self._call(lambda: self.client.compare_sessions(a_id, b_id))
+
+    def replay_session(self, session_id: str, *, from_turn: int, **settings: str | None) -> Replay:
+        """See `Agent.replay_session`."""
+        return self._call(lambda: self.client.replay_session(session_id, from_turn=from_turn, **settings))
 
     def usage_report(self, session_id: str) -> UsageReport:
         """See `Client.usage_report`."""

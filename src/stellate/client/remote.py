@@ -19,6 +19,7 @@ from pydantic import TypeAdapter
 from stellate.agent import Reflection, SessionDigest, TopologyNode
 from stellate.agent.context_window import ContextWindow
 from stellate.agent.usage_report import UsageReport
+from stellate.client.branches import ClientBranches
 from stellate.client.errors import error_from_problem
 from stellate.client.usage import context_window_from_json, usage_report_from_json
 from stellate.engine import ForkOptions, SessionConfig
@@ -39,7 +40,7 @@ _FORK_FIELDS = (
 )  # fmt: skip
 
 
-class Client:
+class Client(ClientBranches):
     """An async client of ``stellate serve`` with `Agent`'s method names; errors keep their codes.
 
     Args:

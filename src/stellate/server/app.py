@@ -13,7 +13,7 @@ from stellate.agent import Agent
 from stellate.server.keys import KeyRing
 from stellate.server.limits import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY, BodyLimit
 from stellate.server.problems import install_problem_handlers
-from stellate.server.routes import events, forks, log, meta, sessions, turns, usage
+from stellate.server.routes import branches, events, forks, log, meta, sessions, turns, usage
 from stellate.server.security import BrowserGuard, HostPolicy
 from stellate.server.spaces import AgentFactory, Spaces
 from stellate.server.state import ServerState
@@ -87,7 +87,7 @@ def create_app(
     )
     app.state.stellate = state
     install_problem_handlers(app)
-    for module in (sessions, turns, forks, log, meta, events, usage):
+    for module in (sessions, turns, forks, log, meta, events, branches, usage):
         app.include_router(module.router, prefix="/v1")
     install_ui(app)
     document_stream_caps(app)

@@ -399,6 +399,8 @@ class StarMap {
         h('button', { type: 'button', text: t('action.inspect'), onclick: () => go('#/inspect/' + encodeURIComponent(id)) }),
         h('button', { type: 'button', text: t('action.fork'), onclick: () => this.fork(node) }),
         h('button', { type: 'button', text: t('action.consolidate'), onclick: () => this.consolidate(node) }),
+        h('button', { type: 'button', text: t('action.compare'), onclick: () => go('#/compare/' + encodeURIComponent(id) + '/') }),
+        h('button', { type: 'button', text: t('action.replay'), onclick: () => go('#/replay/' + encodeURIComponent(id)) }),
         node.status === 'archived' ? null
           : h('button', { type: 'button', class: 'danger', text: t('action.archive'), onclick: () => this.archive(node) })));
     this.panel.hidden = false;
