@@ -26,6 +26,7 @@ from stellate.agent.reflector import Reflection
 from stellate.agent.replay import Replay
 from stellate.agent.searching import SearchPage
 from stellate.agent.topology import SessionDigest, TopologyNode
+from stellate.agent.usage_report import ContextWindow, UsageReport
 from stellate.engine.approval import PendingApproval
 from stellate.engine.config import ForkOptions
 from stellate.engine.events import TurnEvent, TurnResult
@@ -212,3 +213,11 @@ class SyncAgent:
         return self._portal.call(
             lambda: self.agent.search(query, include_archived=include_archived, limit=limit, offset=offset)
         )
+
+    def usage_report(self, session_id: str) -> UsageReport:
+        """See `Agent.usage_report`."""
+        return self._call(self.agent.usage_report, session_id)
+
+    def context_window(self, session_id: str, reply_seq: int | None = None) -> ContextWindow:
+        """See `Agent.context_window`."""
+        return self._call(self.agent.context_window, session_id, reply_seq)

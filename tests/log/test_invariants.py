@@ -196,3 +196,35 @@ def test_repair_leaves_exactly_the_paused_steps_and_closes_the_rest_validly(data
     roles = [m.role for m in derive_transcript(closed).messages]
     assert roles == ["user", "assistant", *["tool"] * n]
     assert repair_events(final, call_names={}, time=0) == []
+
+
+def called(seq: int, turn: int = 1, step: int = 1) -> Event:
+    data = {"turn": turn, "step": step, "provider": "p", "model": "m", "input_tokens": None}
+    data |= {"output_tokens": None, "latency_ms": 3, "ttft_ms": None, "stop_reason": None}
+    return ev(seq, "model/called", **data)
+
+
+def test_model_call_is_recorded_inside_its_turn_after_its_step_started() -> None:
+    """A ``model/called`` event names a started step of the open turn; it changes nothing else in the cursor."""
+    prefix = tool_step_prefix()
+    inside = check_log([*prefix, called(4)])
+    assert inside.unanswered == ("a", "b") and inside.next_seq == 5
+    with pytest.raises(InvariantError, match="after its step/start"):
+        check_log([*prefix, called(4, step=2)])
+    with pytest.raises(InvariantError, match="inside its turn"):
+        check_log([*prefix, called(4, turn=2)])
+    closed = log(("turn/start", {"turn": 1}), ("turn/end", {"turn": 1, "reason": "completed"}))
+    with pytest.raises(InvariantError, match="inside its turn"):
+        check_log([*closed, called(2)])
+
+
+def test_model_call_after_step_end_still_belongs_to_the_turn() -> None:
+    events = log(
+        ("turn/start", {"turn": 1}),
+        ("user/message", {"content": "q"}),
+        ("step/start", {"turn": 1, "step": 1}),
+        ("assistant/message", {"content": "a", "tool_calls": []}),
+        ("step/end", {"turn": 1, "step": 1}),
+    )
+    cursor = check_log([*events, called(5), ev(6, "turn/end", turn=1, reason="completed")])
+    assert not cursor.turn_open and cursor.last_end_seq == 6

@@ -26,6 +26,12 @@ SESSION_ROUTES: list[tuple[str, str, dict[str, object] | None]] = [
     ("GET", "/sessions/{id}/transcript", None),
     ("GET", "/sessions/{id}/context", None),
     ("GET", "/sessions/{id}/lineage", None),
+    ("GET", "/sessions/{id}/usage", None),
+    ("GET", "/sessions/{id}/context-window", None),
+    ("POST", "/sessions/{id}/edit", {"turn": 1, "content": "x"}),
+    ("POST", "/sessions/{id}/regenerate", {}),
+    ("POST", "/sessions/{id}/replay", {"from_turn": 1}),
+    ("GET", "/sessions/{id}/approvals", None),
     ("GET", "/sessions/{id}/erase-plan", None),
     ("DELETE", "/sessions/{id}", None),
 ]

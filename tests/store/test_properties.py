@@ -15,6 +15,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from stellate.errors import ForkError, FormatError, InvariantError
 from stellate.log import check_log, check_messages_pairing, derive_transcript, make_event, message_to_json
+from stellate.log.usage import usage_totals
 from stellate.store import BaseStore, Boundary, CompletedTurn, ForkRequest, SessionId
 from stellate.store.memory import MemoryStore
 from stellate.store.sqlite import SqliteStore
@@ -33,6 +34,7 @@ ANY_EVENT_TYPES = [
     "memory/put",
     "tool/approval_requested",
     "tool/approval_decided",
+    "model/called",
 ]
 
 
@@ -83,8 +85,13 @@ class LogMachine(RuleBasedStateMachine):
             )
         )
 
-    @rule(data=st.data(), n_calls=st.integers(0, 3), text=st.sampled_from(["", "reply"]))
-    def model_step(self, data: st.DataObject, n_calls: int, text: str) -> None:
+    @rule(
+        data=st.data(),
+        n_calls=st.integers(0, 3),
+        text=st.sampled_from(["", "reply"]),
+        tokens=st.one_of(st.none(), st.integers(0, 9)),
+    )
+    def model_step(self, data: st.DataObject, n_calls: int, text: str, tokens: int | None) -> None:
         sid = data.draw(st.sampled_from(self.sessions))
         c = self.cursor(sid)
         if not c.turn_open or c.step_open:
@@ -95,7 +102,9 @@ class LogMachine(RuleBasedStateMachine):
             calls.append({"id": f"c{self.calls}", "name": "tool", "arguments": "{}"})
         step = {"turn": c.last_turn, "step": c.step + 1}
         message = make_event("assistant/message", {"content": text, "tool_calls": calls})
-        self.run(self.store.append(sid, [make_event("step/start", step), message]))
+        usage = {"provider": "p", "model": "m", "input_tokens": tokens, "output_tokens": tokens, "latency_ms": 1}
+        called = make_event("model/called", {**step, **usage, "ttft_ms": None, "stop_reason": None}, ignorable=True)
+        self.run(self.store.append(sid, [make_event("step/start", step), message, called]))
 
     @rule(data=st.data(), record_call=st.booleans())
     def run_tool(self, data: st.DataObject, record_call: bool) -> None:
@@ -220,6 +229,13 @@ class LogMachine(RuleBasedStateMachine):
             "on_timeout": "deny",
             "decision": "approved",
             "by": "p",
+            "provider": "p",
+            "model": "m",
+            "input_tokens": None,
+            "output_tokens": 1,
+            "latency_ms": 1,
+            "ttft_ms": None,
+            "stop_reason": "stop",
         }
         before = self.run(self.store.get_session(sid))
         try:
@@ -242,6 +258,8 @@ class LogMachine(RuleBasedStateMachine):
             messages = derive_transcript(events).messages
             check_messages_pairing([message_to_json(m) for m in messages])
             assert all(m.content or getattr(m, "tool_calls", ()) for m in messages if m.role == "assistant")
+            calls = usage_totals(events)  # every recorded call is read back; unknown tokens stay unknown
+            assert calls.calls == sum(e.type == "model/called" for e in events)
 
     @invariant()
     def a_paused_turn_waits_only_on_unstarted_unanswered_calls_of_its_open_step(self) -> None:

@@ -20,6 +20,7 @@ from stellate.agent.bus import EventBus, Hook
 from stellate.agent.consolidation import Consolidator
 from stellate.agent.erasing import AgentErasure
 from stellate.agent.forking import Forker
+from stellate.agent.prices import Price
 from stellate.agent.reading import AgentReads
 from stellate.agent.reflecting import reflect
 from stellate.agent.reflector import Reflection, Reflector
@@ -29,6 +30,7 @@ from stellate.agent.searching import AgentSearch
 from stellate.agent.sessions import SessionCache
 from stellate.agent.topology import SessionDigest
 from stellate.agent.turn_notices import turn_error, waiting_notice
+from stellate.agent.usage_report import AgentUsage
 from stellate.engine.approval import Approval, ApprovalPolicy
 from stellate.engine.config import ForkOptions, ForkProfile, SessionConfig
 from stellate.engine.events import (
@@ -59,7 +61,7 @@ __all__ = ["Agent"]
 DEFAULT_STORE = "sqlite:///stellate.db"
 
 
-class Agent(AgentReads, AgentBranches, AgentErasure, AgentApprovals, AgentSearch):
+class Agent(AgentReads, AgentBranches, AgentErasure, AgentApprovals, AgentSearch, AgentUsage):
     """Branching conversations over a store.
 
     Args:
@@ -90,6 +92,7 @@ class Agent(AgentReads, AgentBranches, AgentErasure, AgentApprovals, AgentSearch
             store carries signals between processes (PostgreSQL).
         approvals: Tools whose calls wait for a person's approval, by name (Python, MCP and built-in tools
             alike): an `Approval` each (``True`` for one that always asks, never times out).
+        prices: Price table for `usage_report` (model or ``provider/model`` -> `Price`); none built in.
     """
 
     def __init__(
@@ -115,6 +118,7 @@ class Agent(AgentReads, AgentBranches, AgentErasure, AgentApprovals, AgentSearch
         mcp_servers: Mapping[str, MCPServerSpec] | MCPServers | None = None,
         share_events: bool | None = None,
         approvals: Mapping[str, Approval | bool] | None = None,
+        prices: Mapping[str, Price] | None = None,
     ) -> None:
         unknown = set(builtin_tools) - set(BUILTIN_TOOLS)
         if unknown:
@@ -153,6 +157,7 @@ class Agent(AgentReads, AgentBranches, AgentErasure, AgentApprovals, AgentSearch
         self.durability: Durability = durability
         self.busy_timeout = busy_timeout
         self.lease_ttl = lease_ttl
+        self.prices = dict(prices or {})
         self.owner = lease_owner(f"agent-{uuid.uuid4().hex[:8]}")
         """Names this agent in the leases it takes (host, process id and a per-agent id)."""
         self.events = EventBus()

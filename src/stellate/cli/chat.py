@@ -34,8 +34,9 @@ from stellate.cli.providers import build_adapter, describe_provider, public_prov
 from stellate.cli.render import plural
 from stellate.cli.replies import TurnPrinter
 from stellate.cli.slash import COMMANDS, QUIT, run_command
+from stellate.cli.usage import add_price_option, turn_line
 from stellate.engine.approval import PendingApproval
-from stellate.engine.events import AgentEvent, SessionForked, TurnEvent
+from stellate.engine.events import AgentEvent, SessionForked, TurnEvent, TurnFinished
 from stellate.errors import NotFoundError, StellateError
 from stellate.llm import LLMAdapter, RetryNotice
 from stellate.store import BaseStore
@@ -62,6 +63,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
     chat_parser.add_argument("--provider", help=f"model provider: {', '.join(public_providers())}")
     chat_parser.add_argument("--model", help="model name (for local: a GGUF file)")
     chat_parser.add_argument("--base-url", dest="base_url", help="API root of an OpenAI-compatible server")
+    add_price_option(chat_parser)
     chat_parser.set_defaults(handler=chat)
 
 
@@ -202,10 +204,12 @@ class ChatSession:
     def turn(self, text: str) -> None:
         """Run one turn on the current session, printing it as it streams."""
         self.printer = printer = TurnPrinter(self.consoles.out)
-        interrupted = False
+        interrupted, finished = False, None
         try:
             for event in self._stream(lambda: self.agent.stream(self.current, text)):
                 printer(event)
+                if isinstance(event, TurnFinished):
+                    finished = event.result.turn
         except KeyboardInterrupt:
             interrupted = True
         except StellateError as exc:
@@ -218,7 +222,15 @@ class ChatSession:
             self.consoles.err.print("(interrupted: the turn was aborted)")
         else:
             self.turns.succeeded()
+            if finished is not None:
+                self._print_usage(finished)
             ask_approvals(self)
+
+    def _print_usage(self, turn: int) -> None:
+        """A dim line under the reply: the turn's tokens, time and cost (— where unknown)."""
+        line = self.call(turn_line, self.agent, self.current, turn)
+        if line is not None:
+            self.consoles.out.print(Text(line, "dim"), soft_wrap=not self.consoles.out.is_terminal)
 
     def decide(
         self, pending: PendingApproval, *, approve: bool, arguments: str | None = None, reason: str | None = None

@@ -98,6 +98,7 @@ class Invocation:
         from stellate.cli.profile_parts import profile_adapters, skill_set
         from stellate.cli.providers import adapter_or_placeholder
         from stellate.cli.settings import fork_profiles
+        from stellate.cli.usage import configured_prices
 
         if llm is None:
             llm, configured = adapter_or_placeholder(self.provider())
@@ -114,6 +115,7 @@ class Invocation:
             lease_ttl=self.database().lease_ttl,
             consolidate_every=consolidate_every,
             approvals=approvals_from_env(self.env),
+            prices=configured_prices(self.config(), getattr(self.args, "price", ())),
         )
 
     @contextlib.asynccontextmanager

@@ -16,6 +16,7 @@ from stellate.cli.invocation import Invocation
 from stellate.cli.listening import bind_listener
 from stellate.cli.providers import adapter_or_placeholder, describe_provider, public_providers, served_model
 from stellate.cli.reflection import ReflectorSettings, add_reflector_options, build_reflector, reflector_settings
+from stellate.cli.usage import add_price_option
 from stellate.errors import UsageError
 from stellate.server.defaults import (
     DEFAULT_BODY_TIMEOUT,
@@ -59,6 +60,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
     serve_parser.add_argument("--base-url", dest="base_url", help="API root of an OpenAI-compatible server")
     serve_parser.add_argument("--skills", metavar="DIR", help="a folder of SKILL.md folders the sessions may use")
     add_reflector_options(serve_parser)
+    add_price_option(serve_parser)
     _add_safety_options(serve_parser)
     add_serve_prune_options(serve_parser)
     serve_parser.set_defaults(handler=serve)

@@ -1,4 +1,7 @@
-"""``stellate sessions``: list and look at the forest, copy sessions in and out, fork, rename and archive."""
+"""``stellate sessions``: list and look at the forest, copy sessions in and out, fork, rename and archive.
+
+``sessions usage`` (what each model call cost) lives in `stellate.cli.usage`.
+"""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from stellate.cli.lookup import SessionFilter, filter_sessions, find_session, re
 from stellate.cli.parsing import positive_int
 from stellate.cli.render import clip, event_line, forest_tree, session_table
 from stellate.cli.search import add_search_parser
+from stellate.cli.usage import add_usage_parser
 from stellate.log.fork import check_explicit_boundary
 from stellate.store import SessionId, SessionRecord
 
@@ -61,6 +65,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
     replay.add_parsers(actions, common)
     add_delete_parser(actions, common)
     add_search_parser(actions, common)
+
+    add_usage_parser(actions, common)
 
 
 def _add_list_parser(

@@ -11,6 +11,10 @@ Config file (``--config``, else ``$STELLATE_CONFIG``, else ``~/.config/stellate/
 
     skills_dir = "skills"          # SKILL.md folders the sessions may activate (``--skills`` wins)
 
+    [prices."deepseek-chat"]       # per million tokens, for the cost of each call (none built in)
+    input = 0.27
+    output = 1.10
+
     [profiles.expert]              # fork profiles for /fork --profile and the model's create_session
     system_prompt = "You are an expert in ${topic}."   # ${name} is filled from --var name=value
     mode = "preset"                # preset | prepend | append
@@ -48,6 +52,7 @@ __all__ = [
     "DEFAULT_DB",
     "DEFAULT_PROFILES",
     "ConfigFile",
+    "PriceEntry",
     "ProfileEntry",
     "ProviderFlags",
     "ReflectorEntry",
@@ -97,6 +102,15 @@ class ReflectorEntry(BaseModel):
     """Language of the built-in prompt."""
 
 
+class PriceEntry(BaseModel):
+    """A model's price in the config file, per million tokens (in any one currency)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: float = Field(ge=0, allow_inf_nan=False)
+    output: float = Field(ge=0, allow_inf_nan=False)
+
+
 class ConfigFile(BaseModel):
     """The config file's schema; unknown keys are refused so that a typo is not silently ignored."""
 
@@ -113,6 +127,9 @@ class ConfigFile(BaseModel):
     skills_dir: str | None = None
     """A folder of ``SKILL.md`` folders for the sessions of ``stellate serve`` (``--skills`` wins)."""
     reflector: ReflectorEntry | None = None
+
+    prices: dict[str, PriceEntry] = {}
+    """Model (or ``provider/model``) -> price per million tokens; none built in."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)

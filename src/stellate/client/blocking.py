@@ -11,7 +11,9 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from stellate.agent import Reflection, SearchPage, SessionDigest, TopologyNode
 from stellate.agent.branching import Branched
 from stellate.agent.comparison import Comparison
+from stellate.agent.context_window import ContextWindow
 from stellate.agent.replay import Replay
+from stellate.agent.usage_report import UsageReport
 from stellate.client.remote import Client
 from stellate.engine import ForkOptions, PendingApproval
 from stellate.engine.events import TurnEvent, TurnResult
@@ -174,6 +176,14 @@ class SyncClient:
         return self._call(
             lambda: self.client.search(query, include_archived=include_archived, limit=limit, offset=offset)
         )
+
+    def usage_report(self, session_id: str) -> UsageReport:
+        """See `Client.usage_report`."""
+        return self._call(lambda: self.client.usage_report(session_id))
+
+    def context_window(self, session_id: str, reply_seq: int | None = None) -> ContextWindow:
+        """See `Client.context_window`."""
+        return self._call(lambda: self.client.context_window(session_id, reply_seq))
 
 
 async def _make(*args: Any, **kwargs: Any) -> Client:

@@ -17,8 +17,11 @@ except ImportError as exc:  # pragma: no cover - the extra is installed wherever
 from pydantic import TypeAdapter
 
 from stellate.agent import Reflection, SearchPage, SessionDigest, TopologyNode
+from stellate.agent.context_window import ContextWindow
+from stellate.agent.usage_report import UsageReport
 from stellate.client.branches import ClientBranches
 from stellate.client.errors import error_from_problem
+from stellate.client.usage import context_window_from_json, usage_report_from_json
 from stellate.engine import ForkOptions, PendingApproval, SessionConfig
 from stellate.engine.events import AgentEvent, TurnEvent, TurnResult
 from stellate.errors import UsageError
@@ -231,6 +234,19 @@ class Client(ClientBranches):
         """See `Agent.reflect`."""
         found = await self._call("POST", "/reflect", json={"synthesis_session_id": synthesis_session_id})
         return Reflection(synthesis=found["synthesis"], insights=found["insights"], dropped=tuple(found["dropped"]))
+
+    # -- usage -----------------------------------------------------------------------------------
+
+    async def usage_report(self, session_id: str) -> UsageReport:
+        """See `Agent.usage_report` (costs by the server's price table)."""
+        return usage_report_from_json(await self._call("GET", f"/sessions/{session_id}/usage"))
+
+    async def context_window(self, session_id: str, reply_seq: int | None = None) -> ContextWindow:
+        """See `Agent.context_window`."""
+        params = {"reply_seq": reply_seq} if reply_seq is not None else None
+        return context_window_from_json(
+            await self._call("GET", f"/sessions/{session_id}/context-window", params=params)
+        )
 
     # -- erasure ---------------------------------------------------------------------------------
 

@@ -244,8 +244,9 @@ class TurnRunner:
                 elif isinstance(event, SendDone):
                     result = event.result
             assert result is not None  # stream_step always ends with SendDone
-            usage = result.usage or Usage()
-            span.record_usage(llm.model, usage.input_tokens, usage.output_tokens, result.stop_reason)
+            usage = result.usage  # None: the provider reported none, which the span leaves out rather than count 0
+            inputs, outputs = (usage.input_tokens, usage.output_tokens) if usage is not None else (None, None)
+            span.record_usage(llm.model, inputs, outputs, result.stop_reason)
             span.record_content("gen_ai.output.messages", lambda: _output_messages(result))
         self._reply = result
 

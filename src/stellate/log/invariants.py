@@ -268,6 +268,15 @@ def _output(cursor: Cursor, event: Event) -> Cursor:
     return replace(cursor, next_seq=event.seq + 1)
 
 
+def _model_called(cursor: Cursor, event: Event) -> Cursor:
+    # Written with the step's events, so it names a step of the open turn that has started (open or closed).
+    if not cursor.turn_open or event.data["turn"] != cursor.last_turn:
+        raise _refuse(event, "a model call is recorded inside its turn")
+    if not 1 <= event.data["step"] <= cursor.step:
+        raise _refuse(event, f"a model call is recorded after its step/start (steps so far: {cursor.step})")
+    return replace(cursor, next_seq=event.seq + 1)
+
+
 def check_messages_pairing(messages: list[Any]) -> None:
     """Check that JSON messages form a valid transcript: every tool call answered right after it.
 
@@ -304,4 +313,5 @@ _RULES = {
     "output/validated": _output,
     "tool/approval_requested": _approval_requested,
     "tool/approval_decided": _approval_decided,
+    "model/called": _model_called,
 }

@@ -18,7 +18,19 @@ from stellate.server.limits import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY, BodyL
 from stellate.server.problems import install_problem_handlers
 from stellate.server.pruning import PrunePolicy, prune_forever
 from stellate.server.reflection_schedule import reflection_schedule
-from stellate.server.routes import approvals, branches, erasure, events, forks, log, meta, search, sessions, turns
+from stellate.server.routes import (
+    approvals,
+    branches,
+    erasure,
+    events,
+    forks,
+    log,
+    meta,
+    search,
+    sessions,
+    turns,
+    usage,
+)
 from stellate.server.security import BrowserGuard, HostPolicy
 from stellate.server.spaces import AgentFactory, Spaces
 from stellate.server.state import ServerState
@@ -102,7 +114,7 @@ def create_app(
     app.state.stellate = state
     app.state.approval_sweep = approval_sweep
     install_problem_handlers(app)
-    for module in (sessions, turns, forks, log, meta, events, branches, erasure, approvals, search):
+    for module in (sessions, turns, forks, log, meta, events, branches, erasure, approvals, search, usage):
         app.include_router(module.router, prefix="/v1")
     install_ui(app)
     document_stream_caps(app)

@@ -10,15 +10,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from stellate.errors import FormatError, LLMError, StellateError, UsageError
-from stellate.llm.types import LLMRequest, LLMResponse, OutputSchema, ResponseDone, TextDelta, ToolSpec
+from stellate.llm.types import (
+    LLMRequest,
+    LLMResponse,
+    OutputSchema,
+    ResponseDone,
+    TextDelta,
+    ToolCallDelta,
+    ToolSpec,
+)
 from stellate.log.events import NewEvent, TurnEndReason, find_unstorable, make_event, now_ms, storable_text
 from stellate.log.messages import ToolCall, UserMessage
 from stellate.log.repair import repair_events
+from stellate.log.usage import CallUsage
 from stellate.session.context import build_context, build_prefix, plan_compaction
 from stellate.session.types import SendDone, SendResult, SessionStreamEvent
 
@@ -176,8 +186,9 @@ class Turn:
         ``output`` asks a native adapter to answer in that JSON schema (see `stellate.session.output`).
         """
         request = await self._open_step(tools, output)
+        started = time.monotonic()
         response = await self._session.runtime.llm.complete(request)
-        return await self._finish_step(response)
+        return await self._finish_step(response, _CallTiming(started, first=None))
 
     async def stream_step(
         self, tools: Sequence[ToolSpec] = (), *, output: OutputSchema | None = None
@@ -185,11 +196,15 @@ class Turn:
         """Like `step`, yielding the model's stream events, then `SendDone` with the recorded result."""
         request = await self._open_step(tools, output)
         response: LLMResponse | None = None
+        timing = _CallTiming(time.monotonic(), first=None)
         try:
             async for event in self._session.runtime.llm.stream(request):
                 if isinstance(event, ResponseDone):
                     response = event.response
+                    timing.done = time.monotonic()
                     continue
+                if isinstance(event, TextDelta | ToolCallDelta) and timing.first is None:
+                    timing.first = time.monotonic()
                 if isinstance(event, TextDelta):
                     self._partial.append(event.text)
                 yield event
@@ -199,7 +214,7 @@ class Turn:
             # The stream broke after its final response (a connection dropped past [DONE]): the reply is whole.
         if response is None:
             raise StellateError("the model's stream ended without a final response", code="llm_error")
-        yield SendDone(result=await self._finish_step(response))
+        yield SendDone(result=await self._finish_step(response, timing))
 
     async def _open_step(self, tools: Sequence[ToolSpec], output: OutputSchema | None = None) -> LLMRequest:
         session, history = self._session, self._session.history
@@ -220,8 +235,9 @@ class Turn:
             messages=messages, tools=tuple(tools), max_output_tokens=session.runtime.max_output_tokens, output=output
         )
 
-    async def _finish_step(self, response: LLMResponse) -> SendResult:
+    async def _finish_step(self, response: LLMResponse, timing: _CallTiming) -> SendResult:
         session, history = self._session, self._session.history
+        step = history.cursor.step
         message = response.message
         reply = _assistant_event(message.content, message.tool_calls, response)
         problem = find_unstorable(reply.data)
@@ -235,7 +251,8 @@ class Turn:
         if self._insight_sent is not None:  # naming what it consumed: an insight put meanwhile stays pending
             events.append(make_event("insight/consumed", {"content": self._insight_sent}))
         if not message.tool_calls:
-            events.append(make_event("step/end", {"turn": self.number, "step": history.cursor.step}))
+            events.append(make_event("step/end", {"turn": self.number, "step": step}))
+        events.append(self._called_event(response, step, timing))
         session.writer.stage(events)
         if response.usage is not None and response.usage.input_tokens:
             session.estimator.learn(self._sent, response.usage.input_tokens)
@@ -247,8 +264,25 @@ class Turn:
             usage=response.usage,
             stop_reason=response.stop_reason,
             turn=self.number,
-            step=history.cursor.step,
+            step=step,
         )
+
+    def _called_event(self, response: LLMResponse, step: int, timing: _CallTiming) -> NewEvent:
+        """What the call cost (tokens unknown when the provider reported none), recorded with the step's events."""
+        llm, usage = self._session.runtime.llm, response.usage
+        call = CallUsage(
+            turn=self.number,
+            step=step,
+            provider=response.provider or llm.provider,
+            model=response.model or llm.model,
+            input_tokens=None if usage is None else usage.input_tokens,
+            output_tokens=None if usage is None else usage.output_tokens,
+            latency_ms=timing.latency_ms(),
+            ttft_ms=timing.ttft_ms(),
+            stop_reason=response.stop_reason or None,
+        )
+        # Ignorable: a reader that predates it skips it; the transcript never shows it to the model.
+        return make_event("model/called", call.to_data(), ignorable=True)
 
     # -- tools -----------------------------------------------------------------------------------
 
@@ -341,6 +375,24 @@ class Turn:
         summary, _ = storable_text(summary)
         session.writer.stage([make_event("compaction/summary", {"through_seq": plan.through_seq, "summary": summary})])
         session.estimator.calibrate(0)
+
+
+class _CallTiming:
+    """When a model call started, sent its first text or tool-call piece, and finished (monotonic seconds)."""
+
+    __slots__ = ("done", "first", "started")
+
+    def __init__(self, started: float, *, first: float | None) -> None:
+        self.started = started
+        self.first = first
+        self.done: float | None = None
+
+    def latency_ms(self) -> int:
+        end = self.done if self.done is not None else time.monotonic()
+        return round((end - self.started) * 1000)
+
+    def ttft_ms(self) -> int | None:
+        return None if self.first is None else round((self.first - self.started) * 1000)
 
 
 def _assistant_event(

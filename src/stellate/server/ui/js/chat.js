@@ -13,6 +13,7 @@ import { distinction, turnsText } from './names.js';
 import { MessageSearch, revealHit } from './search.js';
 import { emptyState, errorNode, go, toast } from './shared.js';
 import { conversationOf } from './transcript.js';
+import { loadUsage, usageLine } from './usage.js';
 
 export function mount(container, params) {
   const page = new ChatPage(container, params.id || null);
@@ -97,9 +98,11 @@ class ChatPage {
 
   async load() {
     try {
-      const [detail, log] = await Promise.all([api(`/sessions/${sid(this.id)}`), allEvents(this.id)]);
+      const [detail, log, usage] = await Promise.all([api(`/sessions/${sid(this.id)}`), allEvents(this.id),
+        loadUsage(this.id).catch(() => null)]); // the conversation shows without its figures if they fail
       this.detail = detail;
       this.events = log.events;
+      this.usage = usage;
       this.items = conversationOf(log.events);
     } catch (error) {
       this.detail = null;
@@ -128,6 +131,7 @@ class ChatPage {
         const last = this.events[this.events.length - 1];
         if (last && data.seq <= last.seq) return;
         this.events.push(data);
+        if (data.type === 'model/called') this.usageStale = true;
         if (!this.streaming) this.scheduleRender();
       },
     }).catch(() => null);
@@ -140,7 +144,14 @@ class ChatPage {
       if (this.streaming) return;
       this.items = conversationOf(this.events);
       this.renderMessages();
+      if (this.usageStale) this.refreshUsage();
     });
+  }
+
+  async refreshUsage() {
+    this.usageStale = false;
+    const usage = await loadUsage(this.id).catch(() => null);
+    if (usage && usage.id === this.id && !this.streaming) { this.usage = usage; this.renderMessages(); }
   }
 
   renderHeader() {
@@ -210,6 +221,8 @@ class ChatPage {
     body.append(renderMarkdown(item.text));
     const wrapper = h('div', { class: 'msg assistant' + (item.inherited ? ' inherited' : ''), dataset: { seq: item.seq } }, body);
     if (item.text) wrapper.append(h('div', { class: 'msg-actions' }, this.branchButton(item), messageActions(this, item)));
+    const line = usageLine(this.usage, item.seq);
+    if (line) wrapper.append(line);
     return wrapper;
   }
 

@@ -8,6 +8,8 @@ import { forest } from './live.js';
 import { nameOf, sessionName, turnsText } from './names.js';
 import { SessionPicker } from './picker.js';
 import { emptyState, errorNode, go } from './shared.js';
+import { contextBar } from './context_window.js';
+import { loadUsage, usageSummary } from './usage.js';
 
 export function mount(container, params) {
   const page = new Inspector(container, params.id || null);
@@ -46,8 +48,12 @@ class Inspector {
     this.steps = this.events.filter((e) => e.type === 'assistant/message');
     this.contextBox = h('div', { class: 'context' });
     this.logBox = h('div', { class: 'log' });
+    this.usageBox = h('div', { class: 'usage' }, h('p', { class: 'muted', text: '…' }));
+    loadUsage(this.id).then((usage) => fill(this.usageBox, usageSummary(usage.report)))
+      .catch((error) => fill(this.usageBox, errorNode(error)));
     fill(this.body,
       card(t('inspect.context'), this.stepPicker(), this.contextBox),
+      card(t('usage.title'), this.usageBox),
       h('div', { class: 'columns' },
         h('div', {}, card(t('inspect.slots'), this.slots()), card(t('inspect.lineage'), this.lineage())),
         h('div', {}, card(t('inspect.config'), this.config()))),
@@ -80,6 +86,7 @@ class Inspector {
       h('pre', { translate: 'no', text: pretty(tool.parameters) }))));
     fill(this.contextBox,
       h('p', { class: 'muted', text: t('inspect.contextNote', { seq: context.step }) }),
+      h('h3', { text: t('ctx.title') }), contextBar(this.id, context.step),
       h('h3', { text: t('slot.systemPrompt') }), preOrNone(context.system_prompt),
       h('h3', { text: t('inspect.insightConsumed') }), preOrNone(context.insight),
       h('h3', { text: t('inspect.messages', { n: context.messages.length }) }), h('ol', { class: 'ctx-messages' }, messages),
