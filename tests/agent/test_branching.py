@@ -10,6 +10,7 @@ from typing import Any
 import pytest
 
 from stellate import Agent, ForkProfile, tool
+from stellate.agent.prices import Price
 from stellate.agent.replay import ReplayTurn
 from stellate.engine.events import TurnFinished
 from stellate.errors import ArchivedError, UsageError
@@ -267,3 +268,17 @@ async def test_replay_with_a_profile_takes_the_profiles_prompt(db: Path) -> None
         assert replayed.session.label == "P · replay 1 (brief)"
         record = await (await agent.store()).get_session(SessionId(root.id))
         assert record.slots.system_prompt == "Answer at length."
+
+
+async def test_compare_costs_each_side_by_the_agents_price_table(db: Path) -> None:
+    """Priced calls give a cost per side; one call without token counts makes its side's cost unknown."""
+    async with Agent(f"sqlite:///{db}", llm=echo_llm(), prices={"p/m": Price(input=2.0, output=4.0)}) as priced:
+        store = await priced.store()
+        make = store.create_session
+        known = await make(events=[make_event("session/created", {"label": "a"}), *_turn(1, "q", "a", (1000, 500), 9)])
+        blind = await make(events=[make_event("session/created", {"label": "b"}), *_turn(1, "q", "b", (None, 5), 9)])
+        comparison = await priced.compare_sessions(known.id, blind.id)
+        assert comparison.a.cost == pytest.approx((1000 * 2.0 + 500 * 4.0) / 1_000_000)
+        assert comparison.b.cost is None
+    async with Agent(f"sqlite:///{db}", llm=echo_llm()) as unpriced:
+        assert (await unpriced.compare_sessions(known.id, blind.id)).a.cost is None

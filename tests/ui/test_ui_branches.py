@@ -184,6 +184,7 @@ def test_the_compare_view_shows_totals_and_unknown_tokens(server: ServerThread, 
     left, right = page.locator(".compare-side").all()
     assert left.locator(".calls").inner_text() == "2" and left.locator(".tokens").inner_text() == "30 in / 10 out"
     assert left.locator(".latency").inner_text() == "350 ms"
+    assert left.locator(".cost").inner_text() == "—", "no price table: the cost is unknown, never 0"
     assert right.locator(".tokens").inner_text() == "unknown"
     assert page.locator(".compare-shared summary").inner_text() == "No common ancestor: nothing is shared"
     assert "1 calls, 100 ms" in page.locator(".compare-row[data-turn='1'] .turn-usage").first.inner_text()

@@ -66,7 +66,8 @@ class AgentBranches:
         Raises:
             NotFoundError: either session is unknown.
         """
-        return await compare_sessions(await self._agent().store(), a_id, b_id)
+        agent = self._agent()
+        return await compare_sessions(await agent.store(), a_id, b_id, agent.prices)
 
     async def replay_session(
         self,

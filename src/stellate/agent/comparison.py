@@ -10,9 +10,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from stellate.agent.prices import Prices, call_cost, sum_costs
 from stellate.errors import NotFoundError
 from stellate.log.events import Event
-from stellate.log.usage import UsageTotals, usage_totals
+from stellate.log.usage import MODEL_CALLED, UsageTotals, call_usage, usage_totals
 from stellate.store import BaseStore, SessionId, SessionRecord
 
 __all__ = ["Comparison", "ComparedSide", "ToolCallView", "TurnRow", "TurnView", "compare_sessions", "fold_turns"]
@@ -62,6 +63,8 @@ class ComparedSide:
     label: str
     turn_count: int
     totals: UsageTotals
+    cost: float | None = None
+    """What the side's calls after the split cost by the agent's price table; None when any is unknown."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -80,8 +83,8 @@ class Comparison:
     """The turns after the split, aligned by turn number."""
 
 
-async def compare_sessions(store: BaseStore, a_id: str, b_id: str) -> Comparison:
-    """Compare two sessions of ``store``.
+async def compare_sessions(store: BaseStore, a_id: str, b_id: str, prices: Prices | None = None) -> Comparison:
+    """Compare two sessions of ``store``, with costs by ``prices`` (none without a table).
 
     Raises:
         NotFoundError: either session is unknown.
@@ -94,8 +97,8 @@ async def compare_sessions(store: BaseStore, a_id: str, b_id: str) -> Comparison
     b_events = await store.read_events(b_record.id, start=shared + 1)
     a_turns, b_turns = fold_turns(a_events), fold_turns(b_events)
     return Comparison(
-        a=_side(a_record, a_events),
-        b=_side(b_record, b_events),
+        a=_side(a_record, a_events, prices),
+        b=_side(b_record, b_events, prices),
         ancestor_id=ancestor,
         shared_through_seq=shared,
         shared_turns=[view for view in fold_turns(prefix) if view.reason is not None],
@@ -103,8 +106,12 @@ async def compare_sessions(store: BaseStore, a_id: str, b_id: str) -> Comparison
     )
 
 
-def _side(record: SessionRecord, events: Sequence[Event]) -> ComparedSide:
-    return ComparedSide(id=record.id, label=record.label, turn_count=record.turn_count, totals=usage_totals(events))
+def _side(record: SessionRecord, events: Sequence[Event], prices: Prices | None) -> ComparedSide:
+    cost = None
+    if prices:
+        cost = sum_costs(call_cost(prices, call_usage(e)) for e in events if e.type == MODEL_CALLED)
+    totals = usage_totals(events)
+    return ComparedSide(id=record.id, label=record.label, turn_count=record.turn_count, totals=totals, cost=cost)
 
 
 Chain = list[tuple[SessionRecord, int | None]]

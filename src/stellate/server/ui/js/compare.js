@@ -85,7 +85,8 @@ function side(found) {
     h('dl', { class: 'compare-totals' },
       h('dt', { text: t('compare.calls') }), h('dd', { class: 'calls', text: String(totals.calls) }),
       h('dt', { text: t('compare.tokensLabel') }), h('dd', { class: 'tokens', text: tokens }),
-      h('dt', { text: t('compare.latency') }), h('dd', { class: 'latency', text: t('compare.ms', { ms: totals.latency_ms }) })));
+      h('dt', { text: t('compare.latency') }), h('dd', { class: 'latency', text: t('compare.ms', { ms: totals.latency_ms }) }),
+      h('dt', { text: t('compare.cost') }), h('dd', { class: 'cost', text: found.cost === null || found.cost === undefined ? '—' : found.cost.toFixed(5) })));
 }
 
 function turnHead(number) {
