@@ -18,8 +18,9 @@ from stellate.log.events import Event, NewEvent
 PG_URL = os.environ.get("STELLATE_BENCH_PG", "postgresql://postgres@127.0.0.1:5432/test")
 
 #: Events of one plain stellate turn (one step, no tools): turn/start, user/message, step/start,
-#: assistant/message, step/end, turn/end. B2/B3 sizes are in events; peers get the same number of turns.
-EVENTS_PER_TURN = 6
+#: assistant/message, step/end, model/called, turn/end. B2/B3 sizes are in events; peers get the same number
+#: of turns, and the raw floors write as many rows per turn.
+EVENTS_PER_TURN = 7
 
 
 def ms(seconds: float) -> float:

@@ -278,7 +278,7 @@ class ChatPage {
     } catch (error) {
       if (!turn.controller.signal.aborted) this.showProblem(error);
     }
-    turn.thinking.remove();
+    turn.thinking?.remove();
     this.streaming = null;
     this.setBusy(false);
     // A failed or cancelled turn publishes no turn_finished: stop showing it as running here.
@@ -308,7 +308,7 @@ class ChatPage {
   }
 
   onTurnEvent(turn, type, data) {
-    if (['text', 'assistant_reply', 'tool_call', 'problem'].includes(type)) turn.thinking.remove();
+    if (['text', 'assistant_reply', 'tool_call', 'problem'].includes(type)) turn.thinking?.remove();
     if (type === 'text') {
       this.liveBubble(turn);
       turn.text += data.text;
