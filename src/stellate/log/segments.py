@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stellate.log.events import JsonObject
+from stellate.log.images import images_from_json, images_to_json
 from stellate.log.invariants import Cursor
 from stellate.log.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, UserMessage
 from stellate.log.state import Slots
@@ -140,19 +141,23 @@ def _message_row(message: Message) -> list[Any]:
     if isinstance(message, AssistantMessage):
         return ["a", message.content, [[c.id, c.name, c.arguments] for c in message.tool_calls]]
     if isinstance(message, ToolMessage):
-        return ["t", message.content, message.call_id, message.name, message.is_error]
-    return ["u" if isinstance(message, UserMessage) else "s", message.content]
+        row = ["t", message.content, message.call_id, message.name, message.is_error]
+        return [*row, images_to_json(message.images)] if message.images else row
+    if isinstance(message, UserMessage):
+        return ["u", message.content, images_to_json(message.images)] if message.images else ["u", message.content]
+    return ["s", message.content]
 
 
 def _message_from_row(row: list[Any]) -> Message:
     kind = row[0]
     if kind == "u":
-        return UserMessage(content=row[1])
+        return UserMessage(content=row[1], images=images_from_json(row[2] if len(row) > 2 else None))
     if kind == "a":
         calls = tuple(ToolCall(id=c[0], name=c[1], arguments=c[2]) for c in row[2])
         return AssistantMessage(content=row[1], tool_calls=calls)
     if kind == "t":
-        return ToolMessage(content=row[1], call_id=row[2], name=row[3], is_error=row[4])
+        images = images_from_json(row[5] if len(row) > 5 else None)
+        return ToolMessage(content=row[1], call_id=row[2], name=row[3], is_error=row[4], images=images)
     if kind == "s":
         return SystemMessage(content=row[1])
     raise ValueError(f"not a message row: {kind!r}")

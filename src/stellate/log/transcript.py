@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stellate.log.events import SURFACE_TYPES, Event
+from stellate.log.images import images_from_json
 from stellate.log.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage, message_from_json
 
 __all__ = [
@@ -48,7 +49,7 @@ def event_messages(event: Event) -> list[Message]:
     """The messages a surface event contributes (empty for every other event)."""
     data = event.data
     if event.type == "user/message":
-        return [UserMessage(content=data["content"])]
+        return [UserMessage(content=data["content"], images=images_from_json(data.get("images")))]
     if event.type == "assistant/message":
         calls = tuple(ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"]) for c in data["tool_calls"])
         if not data["content"] and not calls:
@@ -57,7 +58,13 @@ def event_messages(event: Event) -> list[Message]:
         return [AssistantMessage(content=content, tool_calls=calls)]
     if event.type == "tool/result":
         return [
-            ToolMessage(call_id=data["call_id"], name=data["name"], content=data["content"], is_error=data["is_error"])
+            ToolMessage(
+                call_id=data["call_id"],
+                name=data["name"],
+                content=data["content"],
+                is_error=data["is_error"],
+                images=images_from_json(data.get("images")),
+            )
         ]
     if event.type == "context/imported":
         return [message_from_json(m) for m in data["messages"]]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from stellate.store._blob_sql import blob_migration
 from stellate.store._sql import SPACE_MIGRATION
 
 __all__ = ["MIGRATIONS"]
@@ -84,4 +85,6 @@ MIGRATIONS: tuple[str, ...] = (
     );
     CREATE TABLE event_history_heads (space TEXT PRIMARY KEY, last_id BIGINT NOT NULL)
     """,
+    # Blobs (stellate.store.blobs): images stored once per space under their sha256, referred to by events.
+    blob_migration("BYTEA"),
 )

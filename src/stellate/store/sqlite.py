@@ -17,6 +17,7 @@ from typing import Any
 from stellate.errors import ConflictError, NotFoundError, SchemaError, StoreError, UsageError
 from stellate.log.events import Event, NewEvent
 from stellate.store._batch import Fence, PlannedAppend, interleaved_range, plan_append
+from stellate.store._blob_sql import blob_migration
 from stellate.store._history_sql import (
     entries_of,
     head_sql,
@@ -56,6 +57,7 @@ from stellate.store.history import (
     signal_locally,
 )
 from stellate.store.segments import StoredSegment
+from stellate.store.sqlite_blobs import SqliteBlobs
 from stellate.store.sqlite_connections import SqliteConnections, Synchronous, WriteTransaction, translate
 from stellate.store.types import Claim, Lease, SessionId, SessionRecord
 
@@ -142,6 +144,8 @@ MIGRATIONS: tuple[str, ...] = (
     ) WITHOUT ROWID;
     CREATE TABLE event_history_heads (space TEXT PRIMARY KEY, last_id INTEGER NOT NULL) WITHOUT ROWID;
     """,
+    # Blobs (stellate.store.blobs): images stored once per space under their sha256, referred to by events.
+    blob_migration("BLOB"),
 )
 
 _SELECT_RECORD = f"SELECT {', '.join(SELECTED_COLUMNS)} FROM sessions"
@@ -169,7 +173,7 @@ def sqlite_path(url: str) -> str:
     return url
 
 
-class SqliteStore(BaseStore):
+class SqliteStore(BaseStore, SqliteBlobs):
     """The default store: a single SQLite file. Open it with `SqliteStore.open`."""
 
     def __init__(self, path: str, *, busy_timeout_ms: int = 5000, synchronous: Synchronous = "NORMAL") -> None:

@@ -17,7 +17,7 @@ Use it for your own backend::
 This module holds the log rules (creation, append, refused writes, materialized state, fork, repair, topology,
 durability, JSONL) and re-exports the rest of the contract, so the one ``import *`` above runs all of it:
 `stellate.testing.lease_contract` (leases and claims), `stellate.testing.space_contract` (spaces) and
-`stellate.testing.history_contract` (the event history). Their shared
+`stellate.testing.history_contract` (the event history) and `stellate.testing.blob_contract` (blobs). Their shared
 builders (`turn`, `open_tool_turn`, ...) live in `stellate.testing.contract_support`.
 """
 
@@ -40,13 +40,14 @@ from stellate.store import (
     export_session,
     import_session,
 )
+
+# The rest of the contract (the star imports): `import *` of this module must keep handing a backend every rule.
+from stellate.testing.blob_contract import *  # noqa: F403
 from stellate.testing.contract_support import S, with_turns
 
 # `turn` and `open_tool_turn` were first defined here; backends' tests still import them from this module.
 from stellate.testing.contract_support import open_tool_turn as open_tool_turn
 from stellate.testing.contract_support import turn as turn
-
-# The rest of the contract: `import *` of this module must keep handing a backend every rule.
 from stellate.testing.history_contract import *  # noqa: F403
 from stellate.testing.lease_contract import *  # noqa: F403
 from stellate.testing.space_contract import *  # noqa: F403
