@@ -13,13 +13,14 @@ is already running: no ``asyncio.run`` per call, no nested loops. It only delega
 from __future__ import annotations
 
 import queue
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from stellate.agent.agent import Agent
+from stellate.agent.images import ImageSource
 from stellate.agent.reflector import Reflection
 from stellate.agent.topology import SessionDigest, TopologyNode
 from stellate.engine.config import ForkOptions
@@ -95,13 +96,19 @@ class SyncAgent:
         """See `Agent.fork_session`."""
         return self._portal.call(lambda: self.agent.fork_session(source_id, options, **fields))
 
-    def turn(self, session_id: str, content: str, *, output_type: Any = None) -> TurnResult:
+    def turn(
+        self, session_id: str, content: str, *, output_type: Any = None, images: Sequence[ImageSource] = ()
+    ) -> TurnResult:
         """See `Agent.turn`."""
-        return self._portal.call(lambda: self.agent.turn(session_id, content, output_type=output_type))
+        return self._portal.call(lambda: self.agent.turn(session_id, content, output_type=output_type, images=images))
 
-    def stream(self, session_id: str, content: str, *, output_type: Any = None) -> Iterator[TurnEvent]:
+    def stream(
+        self, session_id: str, content: str, *, output_type: Any = None, images: Sequence[ImageSource] = ()
+    ) -> Iterator[TurnEvent]:
         """See `Agent.stream`; stopping the iteration early cancels the turn (recorded as aborted)."""
-        return iterate_in_portal(self._portal, lambda: self.agent.stream(session_id, content, output_type=output_type))
+        return iterate_in_portal(
+            self._portal, lambda: self.agent.stream(session_id, content, output_type=output_type, images=images)
+        )
 
     def list_messages(self, session_id: str) -> list[Message]:
         """See `Agent.list_messages`."""

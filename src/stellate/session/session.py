@@ -9,12 +9,13 @@ length of the history.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from stellate.errors import SessionBusyError, UsageError
 from stellate.llm.types import TokenCounter
 from stellate.log.events import make_event
+from stellate.log.images import ImageRef
 from stellate.log.messages import Message, SystemMessage
 from stellate.session.context import build_context, summary_text
 from stellate.session.estimates import PromptEstimator
@@ -270,9 +271,12 @@ class Session:
 
     # -- conversation ----------------------------------------------------------------------------
 
-    def turn(self, content: str) -> Turn:
-        """Open a turn for the engine's tool loop: ``async with session.turn("...") as turn: ...``."""
-        return Turn(self, content)
+    def turn(self, content: str, *, images: Sequence[ImageRef] = ()) -> Turn:
+        """Open a turn for the engine's tool loop: ``async with session.turn("...") as turn: ...``.
+
+        ``images`` (with their bytes attached, see `stellate.log.images.image_ref_of`) go with the user message.
+        """
+        return Turn(self, content, images)
 
     async def send(self, content: str, *, output_type: type[Any] | OutputContract[Any] | None = None) -> SendResult:
         """One user message, one model call, recorded as a complete turn.

@@ -15,11 +15,14 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from stellate.errors import FormatError, LLMError, StellateError, UsageError
+from stellate.llm.images import accepts_images, images_unsupported
 from stellate.llm.types import LLMRequest, LLMResponse, OutputSchema, ResponseDone, TextDelta, ToolSpec
 from stellate.log.events import NewEvent, TurnEndReason, find_unstorable, make_event, now_ms, storable_text
+from stellate.log.images import ImageRef, images_to_json
 from stellate.log.messages import ToolCall, UserMessage
 from stellate.log.repair import repair_events
 from stellate.session.context import build_context, build_prefix, plan_compaction
+from stellate.session.images import ImageCache, attach_images, store_images
 from stellate.session.types import SendDone, SendResult, SessionStreamEvent
 
 if TYPE_CHECKING:
@@ -37,14 +40,19 @@ _REPLACED_NOTE = (
 class Turn:
     """One open turn of a session; use it as ``async with session.turn(content) as turn``."""
 
-    def __init__(self, session: Session, content: str) -> None:
+    def __init__(self, session: Session, content: str, images: Sequence[ImageRef] = ()) -> None:
         if not content or not content.strip():
             raise UsageError("a turn needs a non-empty user message")
+        if images and not accepts_images(session.runtime.llm):
+            llm = session.runtime.llm
+            raise images_unsupported(llm.provider, llm.model)
         problem = find_unstorable(content)
         if problem is not None:
             raise UsageError(f"the message cannot be stored: it holds {problem}; remove it and send again")
         self._session = session
         self._content = content
+        self._images = tuple(images)
+        self._image_cache: ImageCache = {}
         self._partial: list[str] = []
         self._ended = False
         self._lease = contextlib.AsyncExitStack()
@@ -62,6 +70,7 @@ class Turn:
         session = self._session
         session.writer.check_writable()
         self._check_fits()
+        await store_images(session.store, self._images, self._image_cache)
         # The session's only writer from here on; a lease taken for this turn alone goes back with its last write.
         await self._lease.enter_async_context(session.hold(until_turn_end=True))
         try:
@@ -72,7 +81,7 @@ class Turn:
             session.writer.stage(
                 [
                     make_event("turn/start", {"turn": self.number}),
-                    make_event("user/message", {"content": self._content}),
+                    make_event("user/message", self._user_message()),
                 ]
             )
         except BaseException:
@@ -95,11 +104,17 @@ class Turn:
         finally:
             await self._lease.aclose()
 
+    def _user_message(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"content": self._content}
+        if self._images:
+            data["images"] = images_to_json(self._images)
+        return data
+
     def _check_fits(self) -> None:
         session = self._session
         window = session.runtime.llm.max_context_tokens
         fixed = build_prefix(session.history.slots, None, session.runtime.language) + [
-            UserMessage(content=self._content)
+            UserMessage(content=self._content, images=self._images)
         ]
         needed = session.estimator.count_within(fixed, window, session.history)
         if needed > window:
@@ -198,6 +213,7 @@ class Turn:
         self._insight_sent = history.slots.insight
         messages = build_context(history, session.runtime.language)
         self._sent = session.estimator.sent(history, messages)
+        messages = await attach_images(session.store, messages, self._image_cache)
         return LLMRequest(
             messages=messages, tools=tuple(tools), max_output_tokens=session.runtime.max_output_tokens, output=output
         )
