@@ -246,6 +246,12 @@ ERROR_CODES: dict[str, str] = {
     "port_in_use": "another process already listens on the address `stellate serve` was given",
     "invalid_address": "the host or port to listen on is not a valid address of this machine",
     "bind_refused": "the system refused to let `stellate serve` listen there (a privileged port?)",
+    "not_an_image": "the data given as an image is not a PNG, JPEG, GIF or WebP image",
+    "image_too_large": "an image is over the size limit",
+    "image_path_refused": "an image path lies outside what may be read here (the server takes uploads only)",
+    "image_unreachable": "an image URL could not be fetched (error, timeout, or URLs not allowed here)",
+    "images_unsupported": "the session's model cannot see images",
+    "blob_not_found": "no stored blob (image) has this sha256 in this space",
 }
 
 #: Codes of a store that failed for now and may answer a retry: a lost connection, a lock held elsewhere.

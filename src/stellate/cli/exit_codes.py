@@ -117,6 +117,14 @@ EXIT_STATUS: dict[str, int] = {
     "read_only_key": 77,
     "host_not_allowed": 77,
     "origin_not_allowed": 77,
+    # Images: a refused image is a mistake in the command (2), an unknown blob is not there (3), a model that
+    # cannot see images failed the call (9).
+    "not_an_image": 2,
+    "image_too_large": 2,
+    "image_path_refused": 2,
+    "image_unreachable": 2,
+    "blob_not_found": 3,
+    "images_unsupported": 9,
 }
 
 # Most specific class first: the fallback for codes the table does not know.

@@ -43,6 +43,8 @@ _BY_CODE: dict[str, type[StellateError]] = {
     "turn_cancelled": ConflictError,
     "store_error": StoreError,
     "store_unavailable": StoreError,
+    "blob_not_found": NotFoundError,
+    "images_unsupported": LLMError,
 }
 
 

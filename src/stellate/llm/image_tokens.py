@@ -2,7 +2,8 @@
 
 - OpenAI (``detail: high``, the default for large images): scale to fit 2048 x 2048, then so the shorter side is at
   most 768; count the 512 px tiles; 85 + 170 per tile.
-- Anthropic: scale so the long edge is at most 1568 px and the area at most 1.15 megapixels; width x height / 750.
+- Anthropic: scale so the long edge is at most 1568 px and the image at most about 1,600 tokens (1.2 megapixels);
+  width x height / 750.
 
 A counter that does not know the provider (the session's token counters) takes the larger of the two, so an
 estimate never falls short of either provider's count; `image_tokens` with a provider gives that provider's number.
@@ -27,7 +28,7 @@ __all__ = [
 UNKNOWN_SIZE: Final = (1024, 1024)
 """The size assumed for an image whose header gave none."""
 _ANTHROPIC_LONG_EDGE: Final = 1568
-_ANTHROPIC_MAX_PIXELS: Final = 1_150_000
+_ANTHROPIC_MAX_PIXELS: Final = 1_200_000  # "about 1,600 tokens"
 
 
 def openai_image_tokens(width: int, height: int) -> int:
@@ -38,7 +39,7 @@ def openai_image_tokens(width: int, height: int) -> int:
 
 
 def anthropic_image_tokens(width: int, height: int) -> int:
-    """Tokens of an image on Anthropic: width x height / 750 after scaling to its limits."""
+    """Tokens of an image on Anthropic: width x height / 750 after scaling to its limits (1568 px, 1.2 megapixels)."""
     scale = min(1.0, _ANTHROPIC_LONG_EDGE / max(width, height), math.sqrt(_ANTHROPIC_MAX_PIXELS / (width * height)))
     return math.ceil(width * scale * height * scale / 750)
 

@@ -88,6 +88,12 @@ STATUS_BY_CODE: dict[str, int] = {
     "store_error": 503,
     "store_unavailable": 503,
     "internal_error": 500,
+    "not_an_image": 422,
+    "image_too_large": 413,
+    "image_path_refused": 422,
+    "image_unreachable": 422,
+    "images_unsupported": 422,
+    "blob_not_found": 404,
 }
 
 _BY_CLASS: tuple[tuple[type[StellateError], int], ...] = (
