@@ -17,6 +17,7 @@ from stellate.agent._locks import SessionLocks
 from stellate.agent.bus import EventBus, Hook
 from stellate.agent.consolidation import Consolidator
 from stellate.agent.forking import Forker
+from stellate.agent.image_store import AgentImages
 from stellate.agent.images import ImagePolicy, ImageSource, load_images
 from stellate.agent.reading import AgentReads
 from stellate.agent.reflecting import reflect
@@ -56,7 +57,7 @@ __all__ = ["Agent"]
 DEFAULT_STORE = "sqlite:///stellate.db"
 
 
-class Agent(AgentReads):
+class Agent(AgentReads, AgentImages):
     """Branching conversations over a store.
 
     Args:

@@ -19,10 +19,18 @@ from typing import Any, TypeAlias
 from stellate.errors import UsageError
 from stellate.log.images import ImageRef, image_ref_of
 
-__all__ = ["DEFAULT_MAX_IMAGE_BYTES", "SERVER_IMAGE_POLICY", "ImagePolicy", "ImageSource", "load_image", "load_images"]
+__all__ = [
+    "DEFAULT_MAX_IMAGE_BYTES",
+    "SERVER_IMAGE_POLICY",
+    "ImagePolicy",
+    "ImageSource",
+    "load_image",
+    "load_images",
+    "too_large",
+]
 
-ImageSource: TypeAlias = bytes | os.PathLike[str] | str
-"""Raw bytes, a file path, or an ``http(s)://`` URL (any other string is a path)."""
+ImageSource: TypeAlias = bytes | os.PathLike[str] | str | ImageRef
+"""Raw bytes, a file path, an ``http(s)://`` URL (any other string is a path), or a reference with its bytes."""
 
 DEFAULT_MAX_IMAGE_BYTES = 5 * 1024 * 1024
 """5 MiB: Anthropic's limit per image (OpenAI's is higher)."""
@@ -59,10 +67,14 @@ async def load_image(source: ImageSource, policy: ImagePolicy) -> ImageRef:
     Raises:
         UsageError: code ``not_an_image``, ``image_too_large``, ``image_path_refused`` or ``image_unreachable``.
     """
-    if isinstance(source, bytes | bytearray | memoryview):
+    if isinstance(source, ImageRef) and source.data is not None:
+        data = source.data
+    elif isinstance(source, bytes | bytearray | memoryview):
         data = bytes(source)
     elif isinstance(source, str) and source.startswith(("http://", "https://")):
         data = await _fetch(source, policy)
+    elif isinstance(source, ImageRef):
+        raise UsageError(f"image {source.sha256} comes without its bytes; load it first", code="usage_error")
     else:
         data = await asyncio.to_thread(_read_path, Path(source), policy)
     _check_size(len(data), policy)

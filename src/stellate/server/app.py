@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 
 from stellate import __version__
 from stellate.agent import Agent
+from stellate.agent.images import DEFAULT_MAX_IMAGE_BYTES, SERVER_IMAGE_POLICY
 from stellate.server.keys import KeyRing
-from stellate.server.limits import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY, BodyLimit
+from stellate.server.limits import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY, BodyLimit, upload_body_limit
 from stellate.server.problems import install_problem_handlers
-from stellate.server.routes import events, forks, log, meta, sessions, turns
+from stellate.server.routes import blobs, events, forks, log, meta, sessions, turns
 from stellate.server.security import BrowserGuard, HostPolicy
 from stellate.server.spaces import AgentFactory, Spaces
 from stellate.server.state import ServerState
@@ -51,6 +53,7 @@ def create_app(
     max_streams_per_space: int = DEFAULT_STREAMS_PER_SPACE,
     shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
     store_name: str = "",
+    max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES,
 ) -> FastAPI:
     """The API over ``agent``.
 
@@ -68,6 +71,7 @@ def create_app(
         max_streams_per_space: Event streams one space may hold open (429 past it).
         shutdown_grace: Seconds running turns get to finish at shutdown before they are aborted.
         store_name: What ``/v1/info`` says about the store (never a password).
+        max_image_bytes: Largest image a turn or ``POST /v1/blobs`` takes (413 ``image_too_large`` past it).
     """
     state = ServerState(
         spaces=Spaces(agent, spaces),
@@ -75,6 +79,7 @@ def create_app(
         keys=keys,
         store_name=store_name,
         shutdown_grace=shutdown_grace,
+        image_policy=replace(SERVER_IMAGE_POLICY, max_bytes=max_image_bytes),
     )
     # The API docs page serves Swagger UI from the package, not from a CDN: it works offline.
     app = FastAPIOffline(
@@ -87,12 +92,14 @@ def create_app(
     )
     app.state.stellate = state
     install_problem_handlers(app)
-    for module in (sessions, turns, forks, log, meta, events):
+    for module in (sessions, turns, forks, log, meta, events, blobs):
         app.include_router(module.router, prefix="/v1")
     install_ui(app)
     document_stream_caps(app)
     # Outermost last: a refused Host or Origin runs nothing, not even the body read.
-    app.add_middleware(BodyLimit, max_bytes=max_body, timeout=body_timeout)
+    app.add_middleware(
+        BodyLimit, max_bytes=max_body, timeout=body_timeout, upload_bytes=upload_body_limit(max_image_bytes)
+    )
     app.add_middleware(
         StreamCaps, api=app, keys=keys, per_client=max_streams_per_client, per_space=max_streams_per_space
     )

@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from stellate.agent import Agent
+from stellate.agent.images import SERVER_IMAGE_POLICY, ImagePolicy
 from stellate.server.auth import Principal, authenticate
 from stellate.server.keys import KeyRing
 from stellate.server.spaces import Spaces
@@ -25,6 +26,8 @@ class ServerState:
     keys: KeyRing | None
     store_name: str
     shutdown_grace: float
+    image_policy: ImagePolicy = SERVER_IMAGE_POLICY
+    """What turns and uploads accept as images: bytes only, up to its ``max_bytes``."""
 
 
 def server_state(request: Request) -> ServerState:
