@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from stellate.agent import Reflection, SessionDigest, TopologyNode
+from stellate.agent.images import ImageSource
 from stellate.client.remote import Client
 from stellate.engine import ForkOptions
 from stellate.engine.events import TurnEvent, TurnResult
@@ -59,13 +60,13 @@ class SyncClient:
         """See `Agent.fork_session`."""
         return self._call(lambda: self.client.fork_session(source_id, options, **fields))
 
-    def turn(self, session_id: str, content: str) -> TurnResult:
+    def turn(self, session_id: str, content: str, *, images: Sequence[ImageSource] = ()) -> TurnResult:
         """See `Agent.turn`."""
-        return self._call(lambda: self.client.turn(session_id, content))
+        return self._call(lambda: self.client.turn(session_id, content, images=images))
 
-    def stream(self, session_id: str, content: str) -> Iterator[TurnEvent]:
+    def stream(self, session_id: str, content: str, *, images: Sequence[ImageSource] = ()) -> Iterator[TurnEvent]:
         """See `Agent.stream`."""
-        return iterate_in_portal(self._portal, lambda: self.client.stream(session_id, content))
+        return iterate_in_portal(self._portal, lambda: self.client.stream(session_id, content, images=images))
 
     def cancel_turn(self, session_id: str) -> bool:
         """See `Client.cancel_turn`."""
