@@ -37,6 +37,7 @@ from stellate.cli.slash import COMMANDS, QUIT, run_command
 from stellate.engine.events import AgentEvent, SessionForked, TurnEvent
 from stellate.errors import NotFoundError, StellateError
 from stellate.llm import LLMAdapter, RetryNotice
+from stellate.log.images import ImageRef
 from stellate.store import BaseStore
 from stellate.sync import iterate_in_portal
 
@@ -119,6 +120,8 @@ class ChatSession:
         self.printer: TurnPrinter | None = None
         self.switching_to_fork = False
         """True while ``/fork`` makes a branch it then switches to: no ``(/switch ...)`` hint for that one."""
+        self.pending_images: list[ImageRef] = []
+        """Images ``/image`` attached to the next message."""
         self.reader = self._reader()
         agent.add_hook(self._announce_fork, types=["session_forked"])
 
@@ -204,7 +207,8 @@ class ChatSession:
         self.printer = printer = TurnPrinter(self.consoles.out)
         interrupted = False
         try:
-            for event in self._stream(lambda: self.agent.stream(self.current, text)):
+            images, self.pending_images = self.pending_images, []
+            for event in self._stream(lambda: self.agent.stream(self.current, text, images=images)):
                 printer(event)
         except KeyboardInterrupt:
             interrupted = True
