@@ -5,6 +5,7 @@
 import { allEvents, api, sid, sse } from './api.js';
 import { append, clear, clip, fill, h, pretty } from './dom.js';
 import { t } from './i18n.js';
+import { ImagePicker, thumbnails } from './images.js';
 import { forest } from './live.js';
 import { renderMarkdown } from './markdown.js';
 import { emptyState, errorNode, go, toast } from './shared.js';
@@ -54,7 +55,9 @@ class ChatPage {
     this.sendButton = h('button', { type: 'button', class: 'primary', text: t('chat.send'), onclick: () => this.send() });
     this.stopButton = h('button', { type: 'button', class: 'danger', text: t('chat.stop'), onclick: () => this.stop() });
     this.stopButton.hidden = true;
-    this.composer = h('div', { class: 'composer' }, this.input, h('div', { class: 'buttons' }, this.stopButton, this.sendButton));
+    this.picker = new ImagePicker(this.input, (message) => toast(message, 'error'));
+    this.composer = h('div', { class: 'composer' }, this.picker.chips, this.input, this.picker.input,
+      h('div', { class: 'buttons' }, this.picker.button, this.stopButton, this.sendButton));
     fill(container, h('section', { class: 'page chat-page' },
       h('aside', { class: 'tree-pane' }, h('h2', { text: t('chat.sessions') }), filter, this.tree),
       h('div', { class: 'chat-pane' }, this.header, this.messages, this.composer)));
@@ -191,7 +194,7 @@ class ChatPage {
   renderItem(item) {
     if (item.kind === 'user') {
       return h('div', { class: 'msg user' + (item.inherited ? ' inherited' : ''), dataset: { seq: item.seq } },
-        h('div', { class: 'bubble', translate: 'no', text: item.text }));
+        h('div', { class: 'bubble', translate: 'no', text: item.text }, thumbnails(item.images)));
     }
     if (item.kind === 'tool') return toolCard(item);
     if (item.kind === 'note') return h('div', { class: 'msg note' }, t('chat.summary'), ' ', h('span', { translate: 'no', text: clip(item.text, 400) }));
@@ -234,11 +237,13 @@ class ChatPage {
     this.streaming = turn;
     this.setBusy(true);
     if (this.messages.querySelector('.empty')) clear(this.messages);
-    this.messages.append(h('div', { class: 'msg user' }, h('div', { class: 'bubble', translate: 'no', text: content })));
-    this.scrollDown();
     try {
+      const images = await this.picker.take(); // uploaded first: the turn refers to them by hash
+      this.messages.append(h('div', { class: 'msg user' }, h('div', { class: 'bubble', translate: 'no', text: content },
+        thumbnails(images))));
+      this.scrollDown();
       await sse(`/sessions/${sid(this.id)}/turns?wait=true`, { // behind another writer's turn: wait, and say so
-        method: 'POST', body: { content }, signal: turn.controller.signal,
+        method: 'POST', body: { content, images: images.map((i) => ({ sha256: i.sha256 })) }, signal: turn.controller.signal,
         onEvent: (type, data) => this.onTurnEvent(turn, type, data),
       });
     } catch (error) {
@@ -321,5 +326,6 @@ export function toolCard(item) {
   return h('details', { class: 'msg tool-card ' + state + (item.inherited ? ' inherited' : ''), dataset: { seq: item.seq ?? '' } }, summary,
     h('div', { class: 'tool-section' }, h('h4', { text: t('tool.arguments') }), h('pre', { translate: 'no', text: pretty(item.args ?? '') })),
     state === 'running' ? null
-      : h('div', { class: 'tool-section' }, h('h4', { text: item.isError ? t('tool.error') : t('tool.result') }), h('pre', { translate: 'no', text: pretty(item.result) })));
+      : h('div', { class: 'tool-section' }, h('h4', { text: item.isError ? t('tool.error') : t('tool.result') }), h('pre', { translate: 'no', text: pretty(item.result) }),
+        thumbnails(item.images)));
 }
