@@ -244,3 +244,48 @@ async def test_a_cold_open_past_the_fold_segments_keeps_the_images(tmp_path: Pat
         assert await (await agent.store()).read_fold_segments(SessionId(root.id))  # the open reads them
         messages = await agent.list_messages(root.id)
     assert [i.sha256 for i in messages[0].images] == [hashlib.sha256(RED).hexdigest()]  # type: ignore[union-attr]
+
+
+async def test_after_a_cold_open_from_segments_the_next_call_still_sends_the_early_image(tmp_path: Path) -> None:
+    """The image of turn 1, kept in a stored fold segment, reaches the model in a fresh process's next call."""
+    from stellate.llm.scripted import ScriptedLLM
+    from stellate.llm.types import LLMRequest
+    from stellate.log.messages import UserMessage
+
+    url = f"sqlite:///{tmp_path / 's.db'}"
+    async with Agent(url, llm=ScriptedLLM(["ok"] * 100)) as agent:
+        root = await agent.create_session(label="long")
+        await agent.turn(root.id, "first", images=[RED])
+        for n in range(90):
+            await agent.turn(root.id, f"turn {n}")
+
+    def first_image(request: LLMRequest) -> str:
+        first = next(m for m in request.messages if isinstance(m, UserMessage))
+        return "sent" if first.images and first.images[0].data == RED else "missing"
+
+    async with Agent(url, llm=ScriptedLLM(default=first_image)) as agent:
+        assert (await agent.turn(root.id, "still there?")).content == "sent"
+        child = await agent.fork_session(root.id, label="kid", context="inherit")
+        assert (await agent.turn(child.id, "and here?")).content == "sent"
+
+
+def test_the_sync_facade_takes_images() -> None:
+    """`SyncAgent.turn(images=...)` passes them on like `Agent.turn`."""
+    from stellate.llm.scripted import ScriptedLLM
+    from stellate.sync import SyncAgent
+
+    with SyncAgent("memory://", llm=ScriptedLLM(default=lambda r: str(len(r.messages[-1].images)))) as agent:
+        root = agent.create_session(label="look")
+        assert agent.turn(root.id, "two", images=[RED, BLUE]).content == "2"
+
+
+async def test_unreferenced_images_are_swept_and_referenced_ones_kept() -> None:
+    """`Agent.delete_unreferenced_images` removes an image put ahead but never sent, keeps the one a turn used."""
+    from stellate.llm.scripted import ScriptedLLM
+
+    async with Agent("memory://", llm=ScriptedLLM(["ok"])) as agent:
+        root = await agent.create_session(label="look")
+        await agent.turn(root.id, "x", images=[RED])
+        spare = await agent.put_image(BLUE)
+        assert await agent.delete_unreferenced_images(grace_ms=0) == [spare.sha256]
+        assert (await agent.get_image(hashlib.sha256(RED).hexdigest())).data == RED

@@ -52,6 +52,8 @@ class FoldSegment:
     last_fork_turn: int | None
     consolidated_turn: int
     bounded_through: int | None
+    has_images: bool = False
+    """Whether a kept message may carry images (set when decoding; True may be a false alarm, False never lies)."""
 
 
 def encode_segment(segment: FoldSegment) -> str:
@@ -84,13 +86,14 @@ def decode_segment(stored: str) -> FoldSegment | None:
         text = stored[8:]
         if int(stored[:8], 16) != zlib.crc32(text.encode()):
             return None
-        segment = _from_json(json.loads(text))
+        # Image references are the only "sha256" keys in a segment (a quote inside a message is escaped).
+        segment = _from_json(json.loads(text), has_images='"sha256"' in text)
     except (ValueError, TypeError, KeyError, IndexError, AttributeError):
         return None
     return segment if _is_consistent(segment) else None
 
 
-def _from_json(body: JsonObject) -> FoldSegment | None:
+def _from_json(body: JsonObject, *, has_images: bool) -> FoldSegment | None:
     if body.get("v") != _VERSION:
         return None
     seqs, weights = body["seqs"], body["weights"]
@@ -108,6 +111,7 @@ def _from_json(body: JsonObject) -> FoldSegment | None:
         last_fork_turn=body["fork_turn"],
         consolidated_turn=body["consolidated"],
         bounded_through=body["bounded"],
+        has_images=has_images,
     )
 
 

@@ -118,6 +118,7 @@ class History:
             summary=last.summary,
             summary_through_seq=last.summary_through_seq,
             cut_through=last.cut_through,
+            may_hold_images=any(segment.has_images for segment, _ in segments),
         )
         history.cursor = last.cursor
         if own:

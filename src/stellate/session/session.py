@@ -21,6 +21,7 @@ from stellate.session.context import build_context, summary_text
 from stellate.session.estimates import PromptEstimator
 from stellate.session.forks import copied_context, inherit_request, opening_events, refuse_existing
 from stellate.session.history import History, load_history, store_new_segments
+from stellate.session.images import SessionImages
 from stellate.session.lease import LeaseHolder
 from stellate.session.output import OutputContract, as_contract, send_structured
 from stellate.session.prompts import default_compress_fn, default_consolidate_fn
@@ -56,6 +57,8 @@ class Session:
         lease = LeaseHolder(store, record.id, runtime)
         self.writer = SessionWriter(store, record, history, lease, weigh=weigh)
         """The session's write path (internal: `Turn` and the agent stage and commit events through it)."""
+        self.images = SessionImages()
+        """The session's image bytes (internal: `Turn` stores a turn's images and attaches them to each call)."""
 
     @property
     def store(self) -> BaseStore:

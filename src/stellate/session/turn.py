@@ -22,7 +22,6 @@ from stellate.log.images import ImageRef, images_to_json
 from stellate.log.messages import ToolCall, UserMessage
 from stellate.log.repair import repair_events
 from stellate.session.context import build_context, build_prefix, plan_compaction
-from stellate.session.images import ImageCache, attach_images, store_images
 from stellate.session.types import SendDone, SendResult, SessionStreamEvent
 
 if TYPE_CHECKING:
@@ -52,7 +51,6 @@ class Turn:
         self._session = session
         self._content = content
         self._images = tuple(images)
-        self._image_cache: ImageCache = {}
         self._partial: list[str] = []
         self._ended = False
         self._lease = contextlib.AsyncExitStack()
@@ -70,7 +68,7 @@ class Turn:
         session = self._session
         session.writer.check_writable()
         self._check_fits()
-        await store_images(session.store, self._images, self._image_cache)
+        await session.images.store(session.store, self._images)
         # The session's only writer from here on; a lease taken for this turn alone goes back with its last write.
         await self._lease.enter_async_context(session.hold(until_turn_end=True))
         try:
@@ -213,9 +211,12 @@ class Turn:
         self._insight_sent = history.slots.insight
         messages = build_context(history, session.runtime.language)
         self._sent = session.estimator.sent(history, messages)
-        messages = await attach_images(session.store, messages, self._image_cache)
         return LLMRequest(
-            messages=messages, tools=tuple(tools), max_output_tokens=session.runtime.max_output_tokens, output=output
+            # A history with no image at all (the fold knows) is sent as it is: no scan of a long context.
+            messages=await session.images.attach(session.store, messages) if history.fold.may_hold_images else messages,
+            tools=tuple(tools),
+            max_output_tokens=session.runtime.max_output_tokens,
+            output=output,
         )
 
     async def _finish_step(self, response: LLMResponse) -> SendResult:

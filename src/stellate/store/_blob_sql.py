@@ -35,7 +35,7 @@ def blob_sql(p: str) -> dict[str, str]:
             " ON CONFLICT (space, sha256) DO UPDATE SET created_at = excluded.created_at"
         ),
         "get": f"SELECT media_type, data, created_at FROM blobs WHERE space = {p} AND sha256 = {p}",
-        "old": f"SELECT sha256 FROM blobs WHERE space = {p} AND created_at < {p}",
+        "old": f"SELECT sha256 FROM blobs WHERE space = {p} AND created_at <= {p}",
         "referring": (
             "SELECT e.data FROM events e JOIN sessions s ON s.id = e.session_id"
             f" WHERE s.space = {p} AND e.type IN ({types}) AND e.data LIKE {p}"

@@ -28,7 +28,9 @@ __all__ = [
 ]
 
 BLOB_GRACE_MS: Final = 3600 * 1000
-"""A blob put less than this long ago (epoch ms) survives a sweep, referenced or not: it is about to be."""
+"""A blob put less than this long ago (epoch ms) survives a sweep, referenced or not: it is about to be.
+
+A sweep with ``grace_ms=0`` takes every unreferenced blob, one put this very millisecond too."""
 IMAGE_EVENT_TYPES: Final = ("user/message", "tool/result")
 """Event types whose ``data`` may hold an ``images`` list of references."""
 

@@ -223,7 +223,7 @@ class MemoryStore(BaseStore):
             doomed = sorted(
                 sha
                 for (space, sha), blob in self._blobs.items()
-                if space == self.space and sha not in kept and blob.created_at < put_before
+                if space == self.space and sha not in kept and blob.created_at <= put_before
             )
             for sha256 in doomed:
                 del self._blobs[self.space, sha256]
