@@ -207,6 +207,7 @@ class History:
             last_fork_turn=self.last_fork_turn,
             consolidated_turn=self.consolidated_turn,
             bounded_through=self.bounded_through,
+            has_images=fold.may_hold_images,
         )
         self.new_segments.append(segment)
         self.segment_end = segment.end
