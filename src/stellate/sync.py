@@ -25,7 +25,9 @@ from stellate.agent.reflector import Reflection
 from stellate.agent.topology import SessionDigest, TopologyNode
 from stellate.engine.config import ForkOptions
 from stellate.engine.events import TurnEvent, TurnResult
+from stellate.log.images import ImageRef
 from stellate.log.messages import Message
+from stellate.store.blobs import BLOB_GRACE_MS, Blob
 
 __all__ = ["SyncAgent", "iterate_in_portal"]
 
@@ -153,3 +155,15 @@ class SyncAgent:
     def reflect(self, *, synthesis_session_id: str | None = None) -> Reflection:
         """See `Agent.reflect`."""
         return self._portal.call(lambda: self.agent.reflect(synthesis_session_id=synthesis_session_id))
+
+    def put_image(self, source: ImageSource) -> ImageRef:
+        """See `Agent.put_image`."""
+        return self._call(self.agent.put_image, source)
+
+    def get_image(self, sha256: str) -> Blob:
+        """See `Agent.get_image`."""
+        return self._call(self.agent.get_image, sha256)
+
+    def delete_unreferenced_images(self, *, grace_ms: int = BLOB_GRACE_MS) -> list[str]:
+        """See `Agent.delete_unreferenced_images`."""
+        return self._portal.call(lambda: self.agent.delete_unreferenced_images(grace_ms=grace_ms))

@@ -277,6 +277,9 @@ def test_the_sync_facade_takes_images() -> None:
     with SyncAgent("memory://", llm=ScriptedLLM(default=lambda r: str(len(r.messages[-1].images)))) as agent:
         root = agent.create_session(label="look")
         assert agent.turn(root.id, "two", images=[RED, BLUE]).content == "2"
+        spare = agent.put_image(png(9, 9))
+        assert agent.get_image(spare.sha256).data == png(9, 9)
+        assert agent.delete_unreferenced_images(grace_ms=0) == [spare.sha256]
 
 
 async def test_unreferenced_images_are_swept_and_referenced_ones_kept() -> None:

@@ -13,6 +13,7 @@ from stellate.agent.images import ImageSource
 from stellate.client.remote import Client
 from stellate.engine import ForkOptions
 from stellate.engine.events import TurnEvent, TurnResult
+from stellate.log.images import ImageRef
 from stellate.log.messages import Message
 from stellate.sync import iterate_in_portal
 
@@ -111,6 +112,14 @@ class SyncClient:
     def reflect(self, *, synthesis_session_id: str | None = None) -> Reflection:
         """See `Agent.reflect`."""
         return self._call(lambda: self.client.reflect(synthesis_session_id=synthesis_session_id))
+
+    def put_image(self, source: ImageSource) -> ImageRef:
+        """See `Client.put_image`."""
+        return self._call(lambda: self.client.put_image(source))
+
+    def get_image(self, sha256: str) -> bytes:
+        """See `Client.get_image`."""
+        return self._call(lambda: self.client.get_image(sha256))
 
 
 async def _make(*args: Any, **kwargs: Any) -> Client:
