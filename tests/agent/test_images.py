@@ -292,3 +292,28 @@ async def test_unreferenced_images_are_swept_and_referenced_ones_kept() -> None:
         spare = await agent.put_image(BLUE)
         assert await agent.delete_unreferenced_images(grace_ms=0) == [spare.sha256]
         assert (await agent.get_image(hashlib.sha256(RED).hexdigest())).data == RED
+
+
+async def test_a_tool_that_returns_images_has_them_sent_to_anthropic(server: MockLLMServer) -> None:
+    """`ToolResult(images=...)`: the result refers to the stored image and the next call carries it in the
+    ``tool_result``; bytes that are no image are left out with a note the model reads."""
+    from stellate.engine.tools import ToolResult, tool
+    from stellate.llm import tool_call
+
+    @tool
+    def snapshot() -> ToolResult:
+        """Take a picture."""
+        return ToolResult("two pictures", images=(RED, b"not an image"))
+
+    server.push(MockReply(tool_calls=[tool_call("snapshot", {})]), MockReply(text="A red one."))
+    async with anthropic(server) as llm, Agent("memory://", llm=llm, tools=[snapshot]) as agent:
+        root = await agent.create_session(label="look")
+        assert (await agent.turn(root.id, "snap")).content == "A red one."
+        events = await (await agent.store()).read_events(SessionId(root.id), types=["tool/result"])
+    assert [i["sha256"] for i in events[0].data["images"]] == [hashlib.sha256(RED).hexdigest()]
+    result = server.requests[1].body["messages"][-1]["content"][0]
+    assert result["content"][0]["text"].startswith("two pictures\n\n[Note from stellate: 1 of the tool's images")
+    assert result["content"][1] == {
+        "type": "image",
+        "source": {"type": "base64", "media_type": "image/png", "data": b64(RED)},
+    }

@@ -205,7 +205,8 @@ class TurnRunner:
         tally.tool_calls += len(calls)
         # What the model will read, made storable by the turn (a tool may return a NUL), is what hooks see too.
         recorded = await turn.record_tool_results(
-            [(c, r.content, r.is_error) for c, r in zip(calls, results, strict=True)]
+            [(c, r.content, r.is_error) for c, r in zip(calls, results, strict=True)],
+            images=[r.images for r in results],
         )
         for call, outcome, content in zip(calls, results, recorded, strict=True):
             yield ToolCallFinished(session_id=sid, call=call, content=content, is_error=outcome.is_error)

@@ -15,8 +15,8 @@ from dataclasses import replace
 from itertools import islice
 from typing import Final
 
-from stellate.errors import StoreError
-from stellate.log.images import ImageRef
+from stellate.errors import StoreError, UsageError
+from stellate.log.images import ImageRef, image_ref_of
 from stellate.log.messages import Message, ToolMessage, UserMessage
 from stellate.store.blobs import BlobStore
 
@@ -24,6 +24,11 @@ __all__ = ["CACHED_IMAGE_BYTES", "SessionImages"]
 
 CACHED_IMAGE_BYTES: Final = 32 * 1024 * 1024
 """Image bytes a session keeps in memory between calls (least recently used are read again from the store)."""
+
+
+_REFUSED_NOTE = (
+    "\n\n[Note from stellate: {count} of the tool's images were not PNG, JPEG, GIF or WebP and were left out.]"
+)
 
 
 def _blobs(store: object) -> BlobStore:
@@ -53,6 +58,19 @@ class SessionImages:
             assert image.data is not None, "a new image carries its bytes"
             await _blobs(store).put_blob(image.data, media_type=image.media_type)
             self._keep(image.sha256, image.data)
+
+    async def store_tool_images(self, store: object, images: Sequence[bytes]) -> tuple[tuple[ImageRef, ...], str]:
+        """Store the images a tool returned; returns their references and a note naming any that is no image."""
+        refs: list[ImageRef] = []
+        refused = 0
+        for data in images:
+            try:
+                refs.append(image_ref_of(data))
+            except UsageError:
+                refused += 1
+        await self.store(store, refs)
+        note = _REFUSED_NOTE.format(count=refused) if refused else ""
+        return tuple(replace(r, data=None) for r in refs), note
 
     async def attach(self, store: object, messages: Sequence[Message]) -> Sequence[Message]:
         """``messages`` with the bytes of every image attached (``messages`` itself when none carries an image)."""

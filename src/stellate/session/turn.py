@@ -259,8 +259,13 @@ class Turn:
         if self._session.runtime.durability == "step":
             await self._session.writer.flush()
 
-    async def record_tool_result(self, call: ToolCall, content: str, *, is_error: bool = False) -> str:
+    async def record_tool_result(
+        self, call: ToolCall, content: str, *, is_error: bool = False, images: Sequence[bytes] = ()
+    ) -> str:
         """Record a tool's result; the step closes when its last call is answered.
+
+        ``images`` are stored as blobs and referred to by the result (bytes that are no image are left out, with
+        a note in the content saying so).
 
         Returns:
             The content as recorded: characters no store keeps (NUL, unpaired surrogates) are replaced with
@@ -272,16 +277,25 @@ class Turn:
         if replaced:
             result["content"] = stored = stored + _REPLACED_NOTE.format(count=replaced)
             result["replaced_characters"] = replaced
+        if images:
+            refs, note = await self._session.images.store_tool_images(self._session.store, images)
+            result["content"] = stored = stored + note
+            if refs:
+                result["images"] = images_to_json(refs)
         events = [make_event("tool/result", result)]
         if history.cursor.unanswered == (call.id,):
             events.append(make_event("step/end", {"turn": self.number, "step": history.cursor.step}))
         self._session.writer.stage(events)
         return stored
 
-    async def record_tool_results(self, results: Sequence[tuple[ToolCall, str, bool]]) -> list[str]:
+    async def record_tool_results(
+        self, results: Sequence[tuple[ToolCall, str, bool]], *, images: Sequence[Sequence[bytes]] | None = None
+    ) -> list[str]:
         """Record several results in call order, then write them in one batch; returns the contents as recorded."""
+        each = images if images is not None else [()] * len(results)
         recorded = [
-            await self.record_tool_result(call, content, is_error=is_error) for call, content, is_error in results
+            await self.record_tool_result(call, content, is_error=is_error, images=shown)
+            for (call, content, is_error), shown in zip(results, each, strict=True)
         ]
         if self._session.runtime.durability == "step":
             await self._session.writer.flush()
