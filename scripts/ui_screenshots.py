@@ -72,6 +72,7 @@ def shoot(page: Any, url: str, ids: dict[str, str], lang: str, theme: str) -> No
         "inspector": f"#/inspect/{budget}",
         "events": "#/events",
         "settings": "#/settings",
+        "compare": f"#/compare/{ids['Europe']}/{ids['North America']}",
     }
     for name, route in views.items():
         page.goto(f"{url}/{route}")

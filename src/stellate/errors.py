@@ -8,7 +8,8 @@ Every error carries a stable snake_case ``code``; messages may change, codes may
     ├── FormatError           data that is not stellate's: non-JSON data, unknown event type, corrupt JSONL
     ├── StoreError            persistence failures
     │   ├── ConflictError     a stale expected seq, a duplicate id, a lock held elsewhere
-    │   │   └── SessionBusyError   another writer holds the session's lease (or this writer lost it)
+    │   │   ├── SessionBusyError   another writer holds the session's lease (or this writer lost it)
+    │   │   └── HasDependentsError  an erase would break sessions that inherit by reference
     │   ├── NotFoundError     no such session
     │   └── SchemaError       a database written by a newer stellate
     ├── ForkError             a fork that cannot be made (see ``ForkErrorCode``)
@@ -30,6 +31,7 @@ __all__ = [
     "ForkError",
     "ForkErrorCode",
     "FormatError",
+    "HasDependentsError",
     "InvariantError",
     "LLMError",
     "NotFoundError",
@@ -181,6 +183,17 @@ class ArchivedError(StellateError):
     code = "session_archived"
 
 
+class HasDependentsError(ConflictError):
+    """Raised when an erase names no choice for the sessions that inherit from it by reference.
+
+    Attributes:
+        details: ``session_ids`` (what was to be erased) and ``dependents`` (the sessions that read part of their
+            history from them, which ``cascade`` would erase too and ``keep`` would give their own copy).
+    """
+
+    code = "has_dependents"
+
+
 #: Every code stellate can raise, with a one-line meaning; docs and the CLI are checked against it.
 ERROR_CODES: dict[str, str] = {
     "stellate_error": "an error of stellate without a more specific code",
@@ -246,6 +259,7 @@ ERROR_CODES: dict[str, str] = {
     "port_in_use": "another process already listens on the address `stellate serve` was given",
     "invalid_address": "the host or port to listen on is not a valid address of this machine",
     "bind_refused": "the system refused to let `stellate serve` listen there (a privileged port?)",
+    "has_dependents": "other sessions inherit from what an erase names; choose cascade or keep for them",
     "not_an_image": "the data given as an image is not a PNG, JPEG, GIF or WebP image",
     "image_too_large": "an image is over the size limit",
     "image_path_refused": "an image path lies outside what may be read here (the server takes uploads only)",

@@ -20,14 +20,18 @@ from typing import Any, TypeVar
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from stellate.agent.agent import Agent
+from stellate.agent.branching import Branched
+from stellate.agent.comparison import Comparison
 from stellate.agent.images import ImageSource
 from stellate.agent.reflector import Reflection
+from stellate.agent.replay import Replay
 from stellate.agent.topology import SessionDigest, TopologyNode
 from stellate.engine.config import ForkOptions
 from stellate.engine.events import TurnEvent, TurnResult
 from stellate.log.images import ImageRef
 from stellate.log.messages import Message
 from stellate.store.blobs import BLOB_GRACE_MS, Blob
+from stellate.store.erasure import ErasePlan, Tombstone
 
 __all__ = ["SyncAgent", "iterate_in_portal"]
 
@@ -155,6 +159,42 @@ class SyncAgent:
     def reflect(self, *, synthesis_session_id: str | None = None) -> Reflection:
         """See `Agent.reflect`."""
         return self._portal.call(lambda: self.agent.reflect(synthesis_session_id=synthesis_session_id))
+
+    def edit_turn(self, session_id: str, turn: int, content: str, *, label: str | None = None) -> Branched:
+        """See `Agent.edit_turn`."""
+        return self._portal.call(lambda: self.agent.edit_turn(session_id, turn, content, label=label))
+
+    def regenerate_turn(self, session_id: str, turn: int | None = None, *, label: str | None = None) -> Branched:
+        """See `Agent.regenerate_turn`."""
+        return self._portal.call(lambda: self.agent.regenerate_turn(session_id, turn, label=label))
+
+    def compare_sessions(self, a_id: str, b_id: str) -> Comparison:
+        """See `Agent.compare_sessions`."""
+        return self._call(self.agent.compare_sessions, a_id, b_id)
+
+    def replay_session(self, session_id: str, *, from_turn: int, **settings: str | None) -> Replay:
+        """See `Agent.replay_session` (``llm``, ``system_prompt``, ``profile``, ``label`` as keywords)."""
+        return self._portal.call(lambda: self.agent.replay_session(session_id, from_turn=from_turn, **settings))
+
+    def plan_erase(self, session_id: str, **options: Any) -> ErasePlan:
+        """See `Agent.plan_erase` (``subtree``, ``dependents``)."""
+        return self._portal.call(lambda: self.agent.plan_erase(session_id, **options))
+
+    def erase_session(self, session_id: str, **options: Any) -> ErasePlan:
+        """See `Agent.erase_session` (``subtree``, ``dependents``, ``busy_timeout``, ``by``)."""
+        return self._portal.call(lambda: self.agent.erase_session(session_id, **options))
+
+    def erase_space(self, **options: Any) -> ErasePlan:
+        """See `Agent.erase_space` (``busy_timeout``, ``by``)."""
+        return self._portal.call(lambda: self.agent.erase_space(**options))
+
+    def prune_sessions(self, older_than: float, **options: Any) -> ErasePlan:
+        """See `Agent.prune_sessions` (``dry_run``, ``busy_timeout``, ``by``)."""
+        return self._portal.call(lambda: self.agent.prune_sessions(older_than, **options))
+
+    def list_tombstones(self) -> list[Tombstone]:
+        """See `Agent.list_tombstones`."""
+        return self._call(self.agent.list_tombstones)
 
     def put_image(self, source: ImageSource) -> ImageRef:
         """See `Agent.put_image`."""

@@ -317,3 +317,22 @@ async def test_a_tool_that_returns_images_has_them_sent_to_anthropic(server: Moc
         "type": "image",
         "source": {"type": "base64", "media_type": "image/png", "data": b64(RED)},
     }
+
+
+async def test_erasing_a_session_erases_its_images_but_a_kept_fork_keeps_them(tmp_path: Path) -> None:
+    """An erased session's images go with it; a dependent kept with its own copy of the log keeps its image."""
+    from stellate.llm.scripted import ScriptedLLM
+
+    async with Agent(f"sqlite:///{tmp_path / 's.db'}", llm=ScriptedLLM(default="ok")) as agent:
+        store = await agent.store()
+        lone = await agent.create_session(label="lone")
+        await agent.turn(lone.id, "x", images=[BLUE])
+        root = await agent.create_session(label="root")
+        await agent.turn(root.id, "y", images=[RED])
+        child = await agent.fork_session(root.id, label="kid", context="inherit")
+        await agent.erase_session(lone.id)
+        await agent.erase_session(root.id, dependents="keep")
+        hashes = [hashlib.sha256(data).hexdigest() for data in (RED, BLUE)]
+        assert await store.has_blobs(hashes) == {hashes[0]}  # type: ignore[attr-defined]
+        messages = await agent.list_messages(child.id)
+        assert [i.sha256 for i in messages[0].images] == [hashes[0]]  # type: ignore[union-attr]

@@ -26,6 +26,8 @@ SESSION_ROUTES: list[tuple[str, str, dict[str, object] | None]] = [
     ("GET", "/sessions/{id}/transcript", None),
     ("GET", "/sessions/{id}/context", None),
     ("GET", "/sessions/{id}/lineage", None),
+    ("GET", "/sessions/{id}/erase-plan", None),
+    ("DELETE", "/sessions/{id}", None),
 ]
 
 

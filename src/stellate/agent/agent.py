@@ -14,8 +14,10 @@ from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mappi
 from typing import Any
 
 from stellate.agent._locks import SessionLocks
+from stellate.agent.branches import AgentBranches
 from stellate.agent.bus import EventBus, Hook
 from stellate.agent.consolidation import Consolidator
+from stellate.agent.erasing import AgentErasure
 from stellate.agent.forking import Forker
 from stellate.agent.image_store import AgentImages
 from stellate.agent.images import ImagePolicy, ImageSource, load_images
@@ -57,7 +59,7 @@ __all__ = ["Agent"]
 DEFAULT_STORE = "sqlite:///stellate.db"
 
 
-class Agent(AgentReads, AgentImages):
+class Agent(AgentReads, AgentBranches, AgentErasure, AgentImages):
     """Branching conversations over a store.
 
     Args:

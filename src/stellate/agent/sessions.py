@@ -9,7 +9,7 @@ back (issue 22).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from typing import Any, Protocol
 
 from stellate.agent.runtime import Registries
@@ -139,3 +139,9 @@ class SessionCache:
     def clear(self) -> None:
         """Drop every cached session (their configs stay, for when they are reopened)."""
         self._sessions.clear()
+
+    def forget(self, session_ids: Iterable[str]) -> None:
+        """Drop sessions and their configs (erased ones, or ones whose stored lineage changed)."""
+        for sid in session_ids:
+            self._sessions.pop(sid, None)
+            self._live.pop(sid, None)

@@ -27,8 +27,8 @@ _EPILOG = (
 _COMMANDS = {
     "demo": ("stellate.cli.demo", "grow a small forest offline (scripted model, no API key)"),
     "chat": ("stellate.cli.chat", "talk to a model in the terminal (resumes the last session)"),
-    "sessions": ("stellate.cli.sessions", "list, show, export, import, fork, rename and archive sessions"),
-    "db": ("stellate.cli.db", "the database: its path, schema migrations"),
+    "sessions": ("stellate.cli.sessions", "list, show, export, import, fork, rename, archive and delete sessions"),
+    "db": ("stellate.cli.db", "the database: its path, schema migrations, pruning"),
     "serve": ("stellate.cli.serve", "serve the REST + SSE API (pip install 'stellate[server]')"),
     "keys": ("stellate.cli.keys", "API keys of `stellate serve`: create, list, revoke"),
 }

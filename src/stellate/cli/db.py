@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from stellate.cli.database import open_database
+from stellate.cli.erasing import add_prune_parser
 from stellate.cli.invocation import Invocation
 from stellate.errors import StoreError
 from stellate.store import BaseStore
@@ -15,12 +16,13 @@ __all__ = ["add_parser"]
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Register ``db`` and its actions."""
-    db = commands.add_parser("db", help="the database: its path, schema migrations")
+    db = commands.add_parser("db", help="the database: its path, schema migrations, pruning")
     actions = db.add_subparsers(dest="action", required=True, metavar="ACTION")
     actions.add_parser("path", parents=[common], help="print the database path").set_defaults(handler=path)
     actions.add_parser("migrate", parents=[common], help="create the database or upgrade its schema").set_defaults(
         handler=migrate
     )
+    add_prune_parser(actions, common)
 
 
 def path(inv: Invocation) -> int:

@@ -117,6 +117,8 @@ EXIT_STATUS: dict[str, int] = {
     "read_only_key": 77,
     "host_not_allowed": 77,
     "origin_not_allowed": 77,
+    # 12: an erase would break sessions forked from it; choose --cascade or --keep.
+    "has_dependents": 12,
     # Images: a refused image is a mistake in the command (2), an unknown blob is not there (3), a model that
     # cannot see images failed the call (9).
     "not_an_image": 2,

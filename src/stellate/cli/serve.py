@@ -11,6 +11,7 @@ from typing import Any
 from stellate.agent import Agent
 from stellate.cli.database import Database, open_database
 from stellate.cli.devtools import serve_and_open, ui_url
+from stellate.cli.erasing import add_serve_prune_options, prune_policy
 from stellate.cli.invocation import Invocation
 from stellate.cli.listening import bind_listener
 from stellate.cli.providers import adapter_or_placeholder, public_providers
@@ -56,6 +57,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
     serve_parser.add_argument("--model", help="model name (for local: a GGUF file)")
     serve_parser.add_argument("--base-url", dest="base_url", help="API root of an OpenAI-compatible server")
     _add_safety_options(serve_parser)
+    add_serve_prune_options(serve_parser)
     serve_parser.set_defaults(handler=serve)
 
 
@@ -208,6 +210,7 @@ def _app_options(args: argparse.Namespace) -> dict[str, Any]:
         "body_timeout": args.body_timeout,
         "max_streams_per_client": args.streams_per_client,
         "max_streams_per_space": args.streams_per_space,
+        "prune": prune_policy(args),
     }
 
 

@@ -9,7 +9,9 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 from rich.text import Text
 
+from stellate.cli import replay
 from stellate.cli.console import progress_bar
+from stellate.cli.erasing import add_delete_parser
 from stellate.cli.invocation import Invocation
 from stellate.cli.lookup import SessionFilter, filter_sessions, resolve_session
 from stellate.cli.parsing import positive_int
@@ -29,7 +31,9 @@ __all__ = ["add_parser"]
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
     """Register ``sessions`` and its actions."""
-    sessions = commands.add_parser("sessions", help="list, show, export, import, fork, rename and archive sessions")
+    sessions = commands.add_parser(
+        "sessions", help="list, show, export, import, fork, rename, archive and delete sessions"
+    )
     actions = sessions.add_subparsers(dest="action", required=True, metavar="ACTION")
     actions.add_parser("tree", parents=[common], help="the forest of sessions").set_defaults(handler=tree)
     _add_list_parser(actions, common)
@@ -52,6 +56,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
     rename_parser.add_argument("id", help="session id, id prefix or label")
     rename_parser.add_argument("label", nargs="+", help="the new label (several words need no quotes)")
     rename_parser.set_defaults(handler=rename)
+    replay.add_parsers(actions, common)
+    add_delete_parser(actions, common)
 
 
 def _add_list_parser(

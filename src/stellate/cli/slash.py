@@ -19,6 +19,7 @@ from rich.table import Table
 from rich.text import Text
 
 from stellate.agent.images import load_image
+from stellate.cli import branch_commands
 from stellate.cli.console import progress_bar
 from stellate.cli.contexts import last_call_context
 from stellate.cli.lookup import SessionFilter, filter_sessions
@@ -370,6 +371,21 @@ COMMANDS: dict[str, SlashCommand] = {
     "help": SlashCommand(show_help, _help_parser, "/help [COMMAND]", "this list, or one command's options"),
     "quit": _QUIT,
     "exit": _QUIT,
+    "edit": SlashCommand(
+        branch_commands.edit,
+        _plain("/edit", "Run turn N again with a new message (the rest of the line: N TEXT), in a new branch."),
+        "/edit N TEXT",
+        "run turn N again with TEXT in a new branch beside this one, and continue there",
+        text=True,
+    ),
+    "regenerate": SlashCommand(
+        branch_commands.regenerate,
+        lambda: branch_commands.regenerate_parser(
+            _parser("/regenerate", "Run a turn again with its own message, in a new branch.")
+        ),
+        "/regenerate [N]",
+        "run the last turn (or turn N) again in a new branch, and continue there",
+    ),
     "image": SlashCommand(
         image, _image_parser, "/image PATH [--clear]", "attach an image file to your next message", text=True
     ),

@@ -9,12 +9,16 @@ from typing import Any, TypeVar
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
 from stellate.agent import Reflection, SessionDigest, TopologyNode
+from stellate.agent.branching import Branched
+from stellate.agent.comparison import Comparison
 from stellate.agent.images import ImageSource
+from stellate.agent.replay import Replay
 from stellate.client.remote import Client
 from stellate.engine import ForkOptions
 from stellate.engine.events import TurnEvent, TurnResult
 from stellate.log.images import ImageRef
 from stellate.log.messages import Message
+from stellate.store.erasure import ErasePlan, Tombstone
 from stellate.sync import iterate_in_portal
 
 __all__ = ["SyncClient"]
@@ -112,6 +116,42 @@ class SyncClient:
     def reflect(self, *, synthesis_session_id: str | None = None) -> Reflection:
         """See `Agent.reflect`."""
         return self._call(lambda: self.client.reflect(synthesis_session_id=synthesis_session_id))
+
+    def edit_turn(self, session_id: str, turn: int, content: str, *, label: str | None = None) -> Branched:
+        """See `Agent.edit_turn`."""
+        return self._call(lambda: self.client.edit_turn(session_id, turn, content, label=label))
+
+    def regenerate_turn(self, session_id: str, turn: int | None = None, *, label: str | None = None) -> Branched:
+        """See `Agent.regenerate_turn`."""
+        return self._call(lambda: self.client.regenerate_turn(session_id, turn, label=label))
+
+    def compare_sessions(self, a_id: str, b_id: str) -> Comparison:
+        """See `Agent.compare_sessions`."""
+        return self._call(lambda: self.client.compare_sessions(a_id, b_id))
+
+    def replay_session(self, session_id: str, *, from_turn: int, **settings: str | None) -> Replay:
+        """See `Agent.replay_session`."""
+        return self._call(lambda: self.client.replay_session(session_id, from_turn=from_turn, **settings))
+
+    def plan_erase(self, session_id: str, **options: Any) -> ErasePlan:
+        """See `Agent.plan_erase` (``subtree``, ``dependents``)."""
+        return self._call(lambda: self.client.plan_erase(session_id, **options))
+
+    def erase_session(self, session_id: str, **options: Any) -> ErasePlan:
+        """See `Agent.erase_session` (``subtree``, ``dependents``, ``busy_timeout``)."""
+        return self._call(lambda: self.client.erase_session(session_id, **options))
+
+    def erase_space(self, **options: Any) -> ErasePlan:
+        """See `Agent.erase_space` (``busy_timeout``)."""
+        return self._call(lambda: self.client.erase_space(**options))
+
+    def prune_sessions(self, older_than: float, **options: Any) -> ErasePlan:
+        """See `Agent.prune_sessions` (``dry_run``)."""
+        return self._call(lambda: self.client.prune_sessions(older_than, **options))
+
+    def list_tombstones(self) -> list[Tombstone]:
+        """See `Agent.list_tombstones`."""
+        return self._call(self.client.list_tombstones)
 
     def put_image(self, source: ImageSource) -> ImageRef:
         """See `Client.put_image`."""

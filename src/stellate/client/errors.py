@@ -8,6 +8,7 @@ from stellate.errors import (
     ArchivedError,
     ConflictError,
     ForkError,
+    HasDependentsError,
     LLMError,
     NotFoundError,
     ProviderError,
@@ -43,6 +44,7 @@ _BY_CODE: dict[str, type[StellateError]] = {
     "turn_cancelled": ConflictError,
     "store_error": StoreError,
     "store_unavailable": StoreError,
+    "has_dependents": HasDependentsError,
     "blob_not_found": NotFoundError,
     "images_unsupported": LLMError,
 }

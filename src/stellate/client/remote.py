@@ -19,12 +19,14 @@ from pydantic import TypeAdapter
 
 from stellate.agent import Reflection, SessionDigest, TopologyNode
 from stellate.agent.images import ImagePolicy, ImageSource, load_image
+from stellate.client.branches import ClientBranches
 from stellate.client.errors import error_from_problem
 from stellate.engine import ForkOptions, SessionConfig
 from stellate.engine.events import AgentEvent, TurnEvent, TurnResult
 from stellate.errors import UsageError
 from stellate.log.images import ImageRef, images_from_json
 from stellate.log.messages import Message, message_from_json
+from stellate.store.erasure import Dependents, ErasePlan, Tombstone
 
 __all__ = ["Client"]
 
@@ -33,13 +35,14 @@ _NODES = TypeAdapter(list[TopologyNode])
 _RESULT = TypeAdapter(TurnResult)
 _TURN_EVENT: TypeAdapter[TurnEvent] = TypeAdapter(TurnEvent)
 _AGENT_EVENT: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent)
+_TOMBSTONES = TypeAdapter(list[Tombstone])
 _FORK_FIELDS = (
     "label", "context", "prompt", "system_prompt", "profile", "profile_vars", "skills", "tools", "llm",
     "topology_parent_id", "session_id", "boundary", "at_seq",
 )  # fmt: skip
 
 
-class Client:
+class Client(ClientBranches):
     """An async client of ``stellate serve`` with `Agent`'s method names; errors keep their codes.
 
     Args:
@@ -255,6 +258,39 @@ class Client:
         found = await self._call("POST", "/reflect", json={"synthesis_session_id": synthesis_session_id})
         return Reflection(synthesis=found["synthesis"], insights=found["insights"], dropped=tuple(found["dropped"]))
 
+    # -- erasure ---------------------------------------------------------------------------------
+
+    async def plan_erase(
+        self, session_id: str, *, subtree: bool = False, dependents: Dependents | None = None
+    ) -> ErasePlan:
+        """See `Agent.plan_erase`."""
+        params = _compact({"subtree": subtree, "dependents": dependents})
+        return _plan(await self._call("GET", f"/sessions/{session_id}/erase-plan", params=params))
+
+    async def erase_session(
+        self,
+        session_id: str,
+        *,
+        subtree: bool = False,
+        dependents: Dependents | None = None,
+        busy_timeout: float | None = None,
+    ) -> ErasePlan:
+        """See `Agent.erase_session` (the tombstones name this client's API key)."""
+        params = _compact({"subtree": subtree, "dependents": dependents, "wait": busy_timeout})
+        return _plan(await self._call("DELETE", f"/sessions/{session_id}", params=params))
+
+    async def erase_space(self, *, busy_timeout: float | None = None) -> ErasePlan:
+        """See `Agent.erase_space`."""
+        return _plan(await self._call("DELETE", "/sessions", params=_compact({"all": True, "wait": busy_timeout})))
+
+    async def prune_sessions(self, older_than: float, *, dry_run: bool = False) -> ErasePlan:
+        """See `Agent.prune_sessions`."""
+        return _plan(await self._call("POST", "/prune", json={"older_than": older_than, "dry_run": dry_run}))
+
+    async def list_tombstones(self) -> list[Tombstone]:
+        """See `Agent.list_tombstones`."""
+        return _TOMBSTONES.validate_python(await self._call("GET", "/tombstones"))
+
 
 _DIGEST_FIELDS = ("id", "label", "status", "parent_id", "memory", "insight", "turn_count", "last_activity")
 
@@ -267,6 +303,10 @@ def _names(config: SessionConfig) -> dict[str, Any]:
         raise UsageError("over HTTP a session's model and tools are named, not passed as objects")
     skills = list(config.skills) if config.skills is not None else None
     return {"llm": config.llm, "tools": tools, "skills": skills}
+
+
+def _plan(found: Mapping[str, Any]) -> ErasePlan:
+    return ErasePlan(erased=tuple(found["erased"]), kept=tuple(found["kept"]), scrubbed=bool(found["scrubbed"]))
 
 
 def _compact(body: Mapping[str, Any]) -> dict[str, Any]:

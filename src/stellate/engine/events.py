@@ -34,6 +34,7 @@ __all__ = [
     "TurnFinished",
     "TurnResult",
     "TurnWaiting",
+    "SessionErased",
 ]
 
 
@@ -226,6 +227,16 @@ class ErrorRaised:
     type: Literal["error"] = "error"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class SessionErased:
+    """A session was erased: its content is gone, a tombstone remains (the star map drops its node)."""
+
+    session_id: str
+    erased_by: str = ""
+    """Who erased it, as the caller said (an API key's id, ``prune``...)."""
+    type: Literal["session_erased"] = "session_erased"
+
+
 TurnEvent: TypeAlias = (
     TurnWaiting
     | MessageReceived
@@ -247,4 +258,5 @@ AgentEvent: TypeAlias = (
     | InsightUpdated
     | ConsolidationDone
     | ErrorRaised
+    | SessionErased
 )

@@ -6,6 +6,7 @@ import contextlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
 
+import anyio
 from fastapi import FastAPI
 from fastapi_offline import FastAPIOffline
 
@@ -15,7 +16,8 @@ from stellate.agent.images import DEFAULT_MAX_IMAGE_BYTES, SERVER_IMAGE_POLICY
 from stellate.server.keys import KeyRing
 from stellate.server.limits import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY, BodyLimit, upload_body_limit
 from stellate.server.problems import install_problem_handlers
-from stellate.server.routes import blobs, events, forks, log, meta, sessions, turns
+from stellate.server.pruning import PrunePolicy, prune_forever
+from stellate.server.routes import blobs, branches, erasure, events, forks, log, meta, sessions, turns
 from stellate.server.security import BrowserGuard, HostPolicy
 from stellate.server.spaces import AgentFactory, Spaces
 from stellate.server.state import ServerState
@@ -53,6 +55,7 @@ def create_app(
     max_streams_per_space: int = DEFAULT_STREAMS_PER_SPACE,
     shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
     store_name: str = "",
+    prune: PrunePolicy | None = None,
     max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES,
 ) -> FastAPI:
     """The API over ``agent``.
@@ -71,6 +74,7 @@ def create_app(
         max_streams_per_space: Event streams one space may hold open (429 past it).
         shutdown_grace: Seconds running turns get to finish at shutdown before they are aborted.
         store_name: What ``/v1/info`` says about the store (never a password).
+        prune: Erase archived sessions past an age, now and then, in every space (see docs/store.md).
         max_image_bytes: Largest image a turn or ``POST /v1/blobs`` takes (413 ``image_too_large`` past it).
     """
     state = ServerState(
@@ -79,6 +83,7 @@ def create_app(
         keys=keys,
         store_name=store_name,
         shutdown_grace=shutdown_grace,
+        prune=prune,
         image_policy=replace(SERVER_IMAGE_POLICY, max_bytes=max_image_bytes),
     )
     # The API docs page serves Swagger UI from the package, not from a CDN: it works offline.
@@ -92,7 +97,7 @@ def create_app(
     )
     app.state.stellate = state
     install_problem_handlers(app)
-    for module in (sessions, turns, forks, log, meta, events, blobs):
+    for module in (sessions, turns, forks, log, meta, events, branches, erasure, blobs):
         app.include_router(module.router, prefix="/v1")
     install_ui(app)
     document_stream_caps(app)
@@ -111,7 +116,11 @@ def create_app(
 @contextlib.asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
     """At shutdown: running turns get their grace period, then every space's agent is closed."""
-    yield
     state: ServerState = app.state.stellate
+    async with anyio.create_task_group() as background:
+        if state.prune is not None:
+            background.start_soon(prune_forever, state.spaces, state.keys, state.prune)
+        yield
+        background.cancel_scope.cancel()
     await state.turns.shutdown(state.shutdown_grace)
     await state.spaces.close()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, model_validator
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 
 from stellate.agent import SessionDigest, TopologyNode
 from stellate.engine import ForkOptions
@@ -17,6 +17,7 @@ __all__ = [
     "Capabilities",
     "ContentBody",
     "CreateSessionBody",
+    "ErasePlanOut",
     "EventOut",
     "EventPage",
     "ForkBody",
@@ -29,6 +30,8 @@ __all__ = [
     "LineageEntry",
     "MemoryOut",
     "MessageOut",
+    "PruneBody",
+    "TombstoneOut",
     "ReflectBody",
     "ReflectionOut",
     "RunningTurns",
@@ -335,3 +338,35 @@ class Info(BaseModel):
     auth: Literal["keys", "none"]
     read_only: bool
     store: str
+
+
+class ErasePlanOut(BaseModel):
+    """What an erase took (or, as a plan, would take) and which dependents keep their own copy."""
+
+    erased: list[str]
+    """Sessions whose content is gone (a tombstone stays for each), in creation order."""
+    kept: list[str]
+    """Sessions forked from them that got their own copy of what they inherited."""
+    scrubbed: bool
+    """False when the freed bytes may still sit in the database's write-ahead log (see docs/store.md)."""
+
+
+class TombstoneOut(BaseModel):
+    """What remains of an erased session: lineage and who erased it when, no content."""
+
+    id: str
+    parent_id: str | None
+    source_id: str | None
+    fork_seq: int | None
+    created_at: int
+    erased_at: int
+    erased_by: str
+    """The API key's id (``local`` without keys), ``prune``, or what a library caller gave."""
+
+
+class PruneBody(_Body):
+    """Erase the space's archived sessions whose last activity is older than ``older_than`` seconds."""
+
+    older_than: float = Field(ge=0, le=1e11, strict=True, description="seconds since the last activity")
+    dry_run: StrictBool = False
+    """Name what would go, erase nothing."""

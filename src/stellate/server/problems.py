@@ -88,6 +88,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "store_error": 503,
     "store_unavailable": 503,
     "internal_error": 500,
+    "has_dependents": 409,
     "not_an_image": 422,
     "image_too_large": 413,
     "image_path_refused": 422,
@@ -175,10 +176,14 @@ def problem_response(
 
 
 def _jsonable(details: dict[str, Any]) -> dict[str, Any]:
-    return {
-        key: value if isinstance(value, str | int | float | bool | None) else str(value)
-        for key, value in details.items()
-    }
+    return {key: value if _is_plain(value) else str(value) for key, value in details.items()}
+
+
+def _is_plain(value: Any) -> bool:
+    """A JSON scalar, or a list of them (``has_dependents`` lists session ids)."""
+    if isinstance(value, list):
+        return all(isinstance(item, str | int | float | bool | None) for item in value)
+    return isinstance(value, str | int | float | bool | None)
 
 
 async def _on_stellate_error(request: Request, exc: Exception) -> JSONResponse:

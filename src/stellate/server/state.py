@@ -11,6 +11,7 @@ from stellate.agent import Agent
 from stellate.agent.images import SERVER_IMAGE_POLICY, ImagePolicy
 from stellate.server.auth import Principal, authenticate
 from stellate.server.keys import KeyRing
+from stellate.server.pruning import PrunePolicy
 from stellate.server.spaces import Spaces
 from stellate.server.turns import TurnManager
 
@@ -26,6 +27,8 @@ class ServerState:
     keys: KeyRing | None
     store_name: str
     shutdown_grace: float
+    prune: PrunePolicy | None = None
+    """Periodic pruning of archived sessions (`stellate.server.pruning`), or None."""
     image_policy: ImagePolicy = SERVER_IMAGE_POLICY
     """What turns and uploads accept as images: bytes only, up to its ``max_bytes``."""
 

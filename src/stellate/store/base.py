@@ -24,6 +24,7 @@ from stellate.log.invariants import Cursor
 from stellate.log.repair import repair_events
 from stellate.store._batch import Fence, PlannedAppend, plan_append
 from stellate.store.digests import SessionDigest, digest_of
+from stellate.store.erasure import ErasureStore
 from stellate.store.leases import DEFAULT_LEASE_TTL, LeaseStore, lease_owner
 from stellate.store.protocol import Store
 from stellate.store.segments import StoredSegment
@@ -69,11 +70,12 @@ class _Lineage:
     inherited: int
 
 
-class BaseStore(LeaseStore):
+class BaseStore(LeaseStore, ErasureStore):
     """Shared logic over a backend's primitives; subclass and implement the abstract methods."""
 
     def __init__(self) -> None:
-        # Lineage never changes after creation, so reading through a fork chain needs no query per level.
+        # Lineage changes only when an erase gives a dependent its own copy (`_lineage_went_stale` notices), so
+        # reading through a fork chain needs no query per level.
         self._lineage: dict[SessionId, _Lineage] = {}
         self.clock: Callable[[], int] = now_ms
         """Epoch-ms clock that lease expiry is judged by (replaceable in tests)."""
@@ -325,14 +327,34 @@ class BaseStore(LeaseStore):
         if reverse:
             segments.reverse()
         out: list[Event] = []
+        empty_source = False
         for sid, lo, hi in segments:
             if lo >= hi:
                 continue
             remaining = None if limit is None else limit - len(out)
-            out.extend(await self._read_own(sid, lo, hi, types, reverse, remaining))
+            found = await self._read_own(sid, lo, hi, types, reverse, remaining)
+            empty_source |= not found and sid != session_id
+            out.extend(found)
             if limit is not None and len(out) >= limit:
                 break
+        if empty_source and await self._lineage_went_stale(segments):
+            return await self.read_events(session_id, start=start, stop=stop, types=types, reverse=reverse, limit=limit)
         return out
+
+    async def _lineage_went_stale(self, segments: Sequence[tuple[SessionId, int, int]]) -> bool:
+        """Whether a cached lineage of this chain changed (a source erased elsewhere, its dependents kept).
+
+        Only an erased source reads as empty, so this runs only when a source's part came back empty.
+        """
+        for sid, _, _ in segments:
+            record = await self._get_record(sid)
+            if record is None or self._lineage.get(sid) != _Lineage(record.source_id, record.inherited):
+                self._lineage.clear()
+                return True
+        return False
+
+    def _forget_lineage(self) -> None:
+        self._lineage.clear()
 
     async def _segments(self, session_id: SessionId, start: int, stop: int | None) -> list[tuple[SessionId, int, int]]:
         """Which session physically holds each part of ``[start, stop)``, oldest part first."""

@@ -6,11 +6,12 @@ import asyncio
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
-from stellate.errors import ConflictError, NotFoundError
+from stellate.errors import ConflictError, ForkError, NotFoundError
 from stellate.log.events import Event, NewEvent
-from stellate.store._batch import Fence, PlannedAppend, interleaved_range, plan_append
+from stellate.store._batch import Fence, PlannedAppend, busy_error, interleaved_range, plan_append
 from stellate.store.base import BaseStore
 from stellate.store.blobs import BLOB_GRACE_MS, Blob, blob_hash, blob_not_found, referenced_hashes
+from stellate.store.erasure import Dependents, ErasePlan, Tombstone, inherited_parts, plan_erasure
 from stellate.store.history import (
     HistoryBounds,
     HistoryEntry,
@@ -40,6 +41,7 @@ class MemoryStore(BaseStore):
         self._claims: dict[str, Claim] = {}
         self._history: dict[str, list[HistoryEntry]] = {}
         self._history_heads: dict[str, int] = {}
+        self._tombstones: dict[str, list[Tombstone]] = {}
         self.history_bounds = HistoryBounds()
         """What the event history keeps (`stellate.store.history`)."""
         self._blobs: dict[tuple[str, str], Blob] = {}
@@ -51,8 +53,12 @@ class MemoryStore(BaseStore):
 
     async def _insert_session(self, record: SessionRecord, planned: PlannedAppend | None) -> None:
         async with self._lock:
-            if record.id in self._records:
+            if record.id in self._records or record.id in self._erased_ids():
                 raise ConflictError(f"a session {record.id!r} already exists", code="session_exists")
+            if record.inherited and self._visible(record.source_id or SessionId("")) is None:
+                raise ForkError(f"fork source {record.source_id!r} does not exist", code="source_not_found")
+            if record.parent_id is not None and self._visible(record.parent_id) is None:
+                raise NotFoundError(f"no session {record.parent_id!r}", session_id=record.parent_id)
             self._records[record.id] = record
             self._events[record.id] = list(planned.events) if planned else []
             self._spaces[record.id] = self.space
@@ -132,7 +138,9 @@ class MemoryStore(BaseStore):
         reverse: bool,
         limit: int | None,
     ) -> list[Event]:
-        record = self._records[session_id]
+        record = self._records.get(session_id)
+        if record is None:
+            return []  # erased since a caller cached the lineage that led here
         own = self._events[session_id]
         lo, hi = max(start - record.inherited, 0), max(stop - record.inherited, 0)
         picked = own[lo:hi]
@@ -164,6 +172,8 @@ class MemoryStore(BaseStore):
 
     async def _write_segment_rows(self, segments: Sequence[StoredSegment]) -> None:
         for segment in segments:
+            if segment.session_id not in self._records:
+                continue  # erased meanwhile: a segment never outlives its session
             self._segments_by_session.setdefault(segment.session_id, {})[segment.start, segment.end] = segment
 
     async def append_history(self, entries: Sequence[NewHistoryEntry]) -> list[HistoryEntry]:
@@ -196,6 +206,63 @@ class MemoryStore(BaseStore):
         window = HistoryWindow.of(after, before, last_id, self.clock(), self.history_bounds)
         rows = pick(self._history.get(self.space, []), window, limit, kinds, newest=after is None)
         return HistoryPage(entries=rows, last_id=last_id)
+
+    # -- erasure (stellate.store.erasure) ---------------------------------------------------------
+
+    async def _erase(
+        self, targets: tuple[SessionId, ...], dependents: Dependents | None, by: str, now: int, dry_run: bool
+    ) -> ErasePlan:
+        async with self._lock:
+            space_records = [r for r in self._records.values() if self._spaces[r.id] == self.space]
+            lineage = {r.id: (r.source_id, r.inherited) for r in space_records}
+            plan = plan_erasure(lineage, targets, dependents)
+            for sid in plan.erased:
+                lease = self._records[sid].lease
+                if lease is not None and lease.is_live(now):
+                    raise busy_error(sid, lease, now)
+            if dry_run:
+                return plan
+            for sid in plan.kept:
+                parts = inherited_parts(lineage, sid)
+                prefix = [e for holder, lo, hi in parts for e in self._own_range(holder, lo, hi)]
+                self._events[sid] = sorted(prefix, key=lambda e: e.seq) + self._events[sid]
+                self._records[sid] = replace(self._records[sid], inherited=0)
+            for sid in plan.erased:
+                self._erase_one(sid, by, now)
+            return plan
+
+    def _own_range(self, session_id: SessionId, start: int, stop: int) -> list[Event]:
+        record = self._records[session_id]
+        return self._events[session_id][max(start - record.inherited, 0) : max(stop - record.inherited, 0)]
+
+    def _erase_one(self, session_id: SessionId, by: str, now: int) -> None:
+        """Drop every trace of one session but its tombstone (the side tables of this backend, in one place)."""
+        record = self._records.pop(session_id)
+        del self._events[session_id], self._spaces[session_id]
+        self._segments_by_session.pop(session_id, None)
+        quoted = f'"{session_id}"'
+        for rows in self._history.values():
+            rows[:] = [e for e in rows if quoted not in e.data]
+        for key in [k for k in self._claims if session_id in k]:
+            del self._claims[key]
+        self._tombstones.setdefault(self.space, []).append(
+            Tombstone(
+                id=session_id,
+                parent_id=record.parent_id,
+                source_id=record.source_id,
+                fork_seq=record.fork_seq,
+                created_at=record.created_at,
+                erased_at=now,
+                erased_by=by,
+            )
+        )
+
+    def _erased_ids(self) -> set[SessionId]:
+        return {t.id for stones in self._tombstones.values() for t in stones}
+
+    async def list_tombstones(self) -> list[Tombstone]:
+        """The space's tombstones, oldest erase first."""
+        return list(self._tombstones.get(self.space, []))
 
     async def put_blob(self, data: bytes, *, media_type: str) -> str:
         """Store ``data`` once per space; putting it again refreshes its age (see `stellate.store.blobs`)."""

@@ -35,6 +35,7 @@ from stellate.errors import (
 )
 from stellate.log.events import Event, NewEvent
 from stellate.store._batch import Fence, KnownHeads, PlannedAppend, interleaved_range, plan_append
+from stellate.store._erase_sql import select_tombstones_sql, tombstone_from_row
 from stellate.store._sql import (
     SELECTED_COLUMNS,
     WRITTEN_COLUMNS,
@@ -50,6 +51,7 @@ from stellate.store._sql import (
 )
 from stellate.store.base import BaseStore
 from stellate.store.digests import SessionDigest
+from stellate.store.erasure import Dependents, ErasePlan, Tombstone
 from stellate.store.history import (
     HISTORY_CHANNEL,
     HistoryBounds,
@@ -67,6 +69,7 @@ from stellate.store.pg_append import (
     event_columns,
 )
 from stellate.store.pg_blobs import PostgresBlobs
+from stellate.store.pg_erase import erase, lock_lineage
 from stellate.store.pg_errors import describe_url as _describe
 from stellate.store.pg_errors import translate_error as _translate
 from stellate.store.pg_history import append_history, read_history
@@ -93,13 +96,16 @@ _INSERT_RECORD = (
     f" VALUES ({', '.join(['%s'] * (len(WRITTEN_COLUMNS) + 1))})"
     " ON CONFLICT (id) DO NOTHING"
 )
+_ERASED = "SELECT 1 FROM tombstones WHERE id = %s"
 _APPEND_AT_HEAD = {release: append_at_head_sql(release=release) for release in (False, True)}
 _SELECT_SEGMENTS = (
     "SELECT session_id, start_seq, end_seq, data FROM fold_segments WHERE session_id = %s AND end_seq <= %s"
 )
 _INSERT_SEGMENTS = (
     "INSERT INTO fold_segments (session_id, start_seq, end_seq, data)"
-    " SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[])"
+    " SELECT * FROM unnest(%s::text[], %s::bigint[], %s::bigint[], %s::text[]) AS s(id, start_seq, end_seq, data)"
+    # Only beside a session that exists (locked against a concurrent erase), so none outlives its session.
+    " WHERE EXISTS (SELECT 1 FROM sessions WHERE sessions.id = s.id FOR SHARE)"
     " ON CONFLICT (session_id, start_seq, end_seq) DO UPDATE SET data = EXCLUDED.data"
 )
 # One statement, one round trip: its notifications go out, in array order, when it commits.
@@ -265,8 +271,10 @@ class PostgresStore(BaseStore, PostgresBlobs):
 
     async def _insert_session(self, record: SessionRecord, planned: PlannedAppend | None) -> None:
         async with self._transaction("cannot create the session", session_id=record.id) as conn:
-            inserted = await conn.execute(_INSERT_RECORD, (*record_row(record), self.space))
-            if inserted.rowcount == 0:
+            await lock_lineage(conn, record, self.space)
+            erased = await (await conn.execute(_ERASED, (record.id,))).fetchone()
+            inserted = None if erased else await conn.execute(_INSERT_RECORD, (*record_row(record), self.space))
+            if inserted is None or inserted.rowcount == 0:
                 raise ConflictError(
                     f"a session {record.id!r} already exists", code="session_exists", session_id=record.id
                 )
@@ -446,6 +454,18 @@ class PostgresStore(BaseStore, PostgresBlobs):
                 now=self.clock(),
                 bounds=self.history_bounds,
             )
+
+    async def _erase(
+        self, targets: tuple[SessionId, ...], dependents: Dependents | None, by: str, now: int, dry_run: bool
+    ) -> ErasePlan:
+        async with self._transaction("cannot erase", session_id=targets[0]) as conn:
+            return await erase(
+                conn, space=self.space, targets=targets, dependents=dependents, by=by, now=now, dry_run=dry_run
+            )
+
+    async def list_tombstones(self) -> list[Tombstone]:
+        """The space's tombstones, oldest erase first."""
+        return [tombstone_from_row(r) for r in await self._select(select_tombstones_sql("%s"), (self.space,))]
 
     async def _select(self, query: str, params: Sequence[Any]) -> list[TupleRow]:
         async with self._connection("read failed") as conn:

@@ -6,10 +6,11 @@ directly.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from typing import Protocol, runtime_checkable
 
 from stellate.log.events import Event, NewEvent
+from stellate.store.erasure import Dependents, ErasePlan, Tombstone
 from stellate.store.leases import DEFAULT_LEASE_TTL
 from stellate.store.types import ForkRequest, Lease, SessionId, SessionRecord
 
@@ -91,4 +92,25 @@ class Store(Protocol):
 
     async def close(self) -> None:
         """Release connections and threads."""
+        ...
+
+    async def erase_sessions(
+        self,
+        session_ids: Collection[SessionId],
+        *,
+        dependents: Dependents | None = None,
+        by: str = "",
+        wait: float = 0.0,
+    ) -> ErasePlan:
+        """Erase sessions and all that is stored of them in one transaction, leaving content-free tombstones."""
+        ...
+
+    async def plan_erase(
+        self, session_ids: Collection[SessionId], *, dependents: Dependents | None = None
+    ) -> ErasePlan:
+        """What `erase_sessions` would take and keep, changing nothing."""
+        ...
+
+    async def list_tombstones(self) -> list[Tombstone]:
+        """What remains of the space's erased sessions, oldest erase first."""
         ...

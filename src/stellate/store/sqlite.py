@@ -18,6 +18,7 @@ from stellate.errors import ConflictError, NotFoundError, SchemaError, StoreErro
 from stellate.log.events import Event, NewEvent
 from stellate.store._batch import Fence, PlannedAppend, interleaved_range, plan_append
 from stellate.store._blob_sql import blob_migration
+from stellate.store._erase_sql import TOMBSTONES_MIGRATION, select_tombstones_sql, tombstone_from_row
 from stellate.store._history_sql import (
     entries_of,
     head_sql,
@@ -47,6 +48,7 @@ from stellate.store._sql import (
 )
 from stellate.store.base import BaseStore
 from stellate.store.digests import SessionDigest
+from stellate.store.erasure import Dependents, ErasePlan, Tombstone
 from stellate.store.history import (
     HistoryBounds,
     HistoryEntry,
@@ -59,6 +61,7 @@ from stellate.store.history import (
 from stellate.store.segments import StoredSegment
 from stellate.store.sqlite_blobs import SqliteBlobs
 from stellate.store.sqlite_connections import SqliteConnections, Synchronous, WriteTransaction, translate
+from stellate.store.sqlite_erase import check_lineage_exists, erase_sync
 from stellate.store.types import Claim, Lease, SessionId, SessionRecord
 
 __all__ = ["MIGRATIONS", "SqliteStore", "Synchronous", "sqlite_path"]
@@ -144,6 +147,8 @@ MIGRATIONS: tuple[str, ...] = (
     ) WITHOUT ROWID;
     CREATE TABLE event_history_heads (space TEXT PRIMARY KEY, last_id INTEGER NOT NULL) WITHOUT ROWID;
     """,
+    # What remains of erased sessions (stellate.store.erasure).
+    TOMBSTONES_MIGRATION,
     # Blobs (stellate.store.blobs): images stored once per space under their sha256, referred to by events.
     blob_migration("BLOB"),
 )
@@ -159,9 +164,14 @@ _UPDATE_STATE = f"UPDATE sessions SET {', '.join(c + ' = ?' for c in STATE_COLUM
 _SELECT_SEGMENTS = (
     "SELECT session_id, start_seq, end_seq, data FROM fold_segments WHERE session_id = ? AND end_seq <= ?"
 )
-_INSERT_SEGMENT = "INSERT OR REPLACE INTO fold_segments (session_id, start_seq, end_seq, data) VALUES (?, ?, ?, ?)"
+# Only beside a session that exists: a writer that kept a session open must not leave rows after its erase.
+_INSERT_SEGMENT = (
+    "INSERT OR REPLACE INTO fold_segments (session_id, start_seq, end_seq, data)"
+    " SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM sessions WHERE id = ?1)"
+)
 _INSERT_HISTORY = "INSERT INTO event_history (space, id, time, kind, data) VALUES (?, ?, ?, ?, ?)"
 _SELECT_TYPES = "SELECT type FROM events WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq"
+_TAKEN = "SELECT 1 FROM sessions WHERE id = ? UNION ALL SELECT 1 FROM tombstones WHERE id = ?"
 _INSERT_EVENTS = f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) VALUES ({', '.join('?' * len(EVENT_COLUMNS))})"
 
 
@@ -267,8 +277,9 @@ class SqliteStore(BaseStore, SqliteBlobs):
 
     def _insert_sync(self, db: sqlite3.Connection, record: SessionRecord, planned: PlannedAppend | None) -> None:
         with WriteTransaction(db):
-            if db.execute("SELECT 1 FROM sessions WHERE id = ?", (record.id,)).fetchone():
+            if db.execute(_TAKEN, (record.id, record.id)).fetchone():
                 raise ConflictError(f"a session {record.id!r} already exists", code="session_exists")
+            check_lineage_exists(db, record, self.space)
             db.execute(_INSERT_RECORD, (*record_row(record), self.space))
             if planned is not None:
                 db.executemany(_INSERT_EVENTS, event_rows(record.id, planned))
@@ -464,6 +475,20 @@ class SqliteStore(BaseStore, SqliteBlobs):
     ) -> HistoryPage:
         """This space's event history in an id range (see `stellate.store.history.EventHistory`)."""
         return await self._run_short(self._read_history_sync, after, before, limit, kinds, writes=False)
+
+    async def _erase(
+        self, targets: tuple[SessionId, ...], dependents: Dependents | None, by: str, now: int, dry_run: bool
+    ) -> ErasePlan:
+        return await self._run(
+            lambda db: erase_sync(
+                db, space=self.space, targets=targets, dependents=dependents, by=by, now=now, dry_run=dry_run
+            )
+        )
+
+    async def list_tombstones(self) -> list[Tombstone]:
+        """The space's tombstones, oldest erase first."""
+        rows = await self._run(self._select, select_tombstones_sql("?"), (self.space,))
+        return [tombstone_from_row(r) for r in rows]
 
     async def close(self) -> None:
         """Close the connections and stop the thread; safe to call twice."""

@@ -113,6 +113,10 @@ class SqliteConnections:
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute(f"PRAGMA synchronous = {self.synchronous}")
             conn.execute("PRAGMA foreign_keys = ON")
+            # Freed cells are zeroed at least where that costs no extra I/O (FAST; some builds default to ON): a
+            # slot overwritten long before an erase (an old memory) leaves no bytes in its page.
+            if conn.execute("PRAGMA secure_delete").fetchone()[0] == 0:
+                conn.execute("PRAGMA secure_delete = FAST")
         except sqlite3.Error as exc:
             if conn is not None:
                 conn.close()

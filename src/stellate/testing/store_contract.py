@@ -48,6 +48,9 @@ from stellate.testing.contract_support import S, with_turns
 # `turn` and `open_tool_turn` were first defined here; backends' tests still import them from this module.
 from stellate.testing.contract_support import open_tool_turn as open_tool_turn
 from stellate.testing.contract_support import turn as turn
+
+# The rest of the contract: `import *` of this module must keep handing a backend every rule.
+from stellate.testing.erase_contract import *  # noqa: F403
 from stellate.testing.history_contract import *  # noqa: F403
 from stellate.testing.lease_contract import *  # noqa: F403
 from stellate.testing.space_contract import *  # noqa: F403

@@ -3,6 +3,7 @@
 // a completed turn offers "Branch from here" (a fork anchored at its seq).
 
 import { allEvents, api, sid, sse } from './api.js';
+import { adoptBranchTurn, messageActions } from './branching.js';
 import { append, clear, clip, fill, h, pretty } from './dom.js';
 import { t } from './i18n.js';
 import { ImagePicker, thumbnails } from './images.js';
@@ -29,7 +30,7 @@ class ChatPage {
     };
     window.addEventListener('stellate-visibility', this.onVisibility);
     if (forest.loaded) this.renderTree(); else forest.refresh(0);
-    if (id) this.load();
+    if (id) this.load().then(() => adoptBranchTurn(this));
     else emptyState(this.messages, t('chat.pick'));
   }
 
@@ -152,6 +153,8 @@ class ChatPage {
       this.detail.status === 'archived' ? h('span', { class: 'badge archived', text: t('status.archived') }) : null,
       h('span', { class: 'spacer' }),
       h('button', { type: 'button', text: t('action.inspect'), onclick: () => go('#/inspect/' + encodeURIComponent(this.id)) }),
+      h('button', { type: 'button', text: t('action.compare'), onclick: () => go(`#/compare/${encodeURIComponent(this.detail.source_id || '')}/${encodeURIComponent(this.id)}`) }),
+      h('button', { type: 'button', text: t('action.replay'), onclick: () => go('#/replay/' + encodeURIComponent(this.id)) }),
       h('button', { type: 'button', text: t('action.showOnMap'), onclick: () => go('#/map/' + encodeURIComponent(this.id)) })]);
   }
 
@@ -194,6 +197,7 @@ class ChatPage {
   renderItem(item) {
     if (item.kind === 'user') {
       return h('div', { class: 'msg user' + (item.inherited ? ' inherited' : ''), dataset: { seq: item.seq } },
+        h('div', { class: 'bubble', translate: 'no', text: item.text }), messageActions(this, item));
         h('div', { class: 'bubble', translate: 'no', text: item.text }, thumbnails(item.images)));
     }
     if (item.kind === 'tool') return toolCard(item);
@@ -201,7 +205,7 @@ class ChatPage {
     const body = h('div', { class: 'bubble markdown', translate: 'no' });
     body.append(renderMarkdown(item.text));
     const wrapper = h('div', { class: 'msg assistant' + (item.inherited ? ' inherited' : ''), dataset: { seq: item.seq } }, body);
-    if (item.text) wrapper.append(h('div', { class: 'msg-actions' }, this.branchButton(item)));
+    if (item.text) wrapper.append(h('div', { class: 'msg-actions' }, this.branchButton(item), messageActions(this, item)));
     return wrapper;
   }
 

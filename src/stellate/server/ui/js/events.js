@@ -7,7 +7,7 @@ import { forest, live } from './live.js';
 import { go } from './shared.js';
 
 const KINDS = {
-  session: ['session_created', 'session_forked', 'session_archived'],
+  session: ['session_created', 'session_forked', 'session_archived', 'session_erased'],
   turn: ['message_received', 'round_start', 'assistant_reply', 'tool_call', 'tool_result', 'round_end', 'turn_finished'],
   slot: ['memory_updated', 'insight_updated', 'consolidation_done'],
   error: ['error'],

@@ -9,11 +9,11 @@ const HISTORY = 500;
 const TYPES = [
   'session_created', 'session_forked', 'session_archived', 'message_received', 'round_start', 'assistant_reply',
   'tool_call', 'tool_result', 'round_end', 'turn_finished', 'memory_updated', 'insight_updated',
-  'consolidation_done', 'error',
+  'consolidation_done', 'error', 'session_erased',
 ];
 const FOREST_TYPES = new Set([
   'session_created', 'session_forked', 'session_archived', 'turn_finished', 'memory_updated', 'insight_updated',
-  'consolidation_done',
+  'consolidation_done', 'session_erased',
 ]);
 
 export const live = {

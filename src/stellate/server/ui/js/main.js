@@ -11,8 +11,10 @@ import * as events from './events.js';
 import * as inspector from './inspector.js';
 import * as map from './map.js';
 import * as settings from './settings.js';
+import * as compare from './compare.js';
+import * as replay from './replay.js';
 
-const PAGES = { map, chat, inspect: inspector, events, settings };
+const PAGES = { map, chat, inspect: inspector, events, settings, compare, replay };
 const NAV = [['map', 'map'], ['chat', 'chat'], ['inspect', 'inspect'], ['events', 'events'], ['settings', 'settings']];
 
 window.stellate = { map: null, ready: false, forest, live };

@@ -7,6 +7,7 @@ import { clear, clip, fill, h, timeAgo } from './dom.js';
 import { t } from './i18n.js';
 import { layoutForest } from './layout.js';
 import { forest } from './live.js';
+import { eraseDialog } from './erase.js';
 import { confirmDialog, errorNode, forkDialog, go, modal, newSessionDialog, toast } from './shared.js';
 
 const POP_MS = 500;
@@ -399,8 +400,11 @@ class StarMap {
         h('button', { type: 'button', text: t('action.inspect'), onclick: () => go('#/inspect/' + encodeURIComponent(id)) }),
         h('button', { type: 'button', text: t('action.fork'), onclick: () => this.fork(node) }),
         h('button', { type: 'button', text: t('action.consolidate'), onclick: () => this.consolidate(node) }),
+        h('button', { type: 'button', text: t('action.compare'), onclick: () => go('#/compare/' + encodeURIComponent(id) + '/') }),
+        h('button', { type: 'button', text: t('action.replay'), onclick: () => go('#/replay/' + encodeURIComponent(id)) }),
         node.status === 'archived' ? null
-          : h('button', { type: 'button', class: 'danger', text: t('action.archive'), onclick: () => this.archive(node) })));
+          : h('button', { type: 'button', class: 'danger', text: t('action.archive'), onclick: () => this.archive(node) }),
+        h('button', { type: 'button', class: 'danger', text: t('action.delete'), onclick: () => this.erase(node) })));
     this.panel.hidden = false;
     if (focus) heading.focus({ preventScroll: true });
   }
@@ -429,6 +433,10 @@ class StarMap {
       await api(`/sessions/${sid(node.id)}/archive`, { method: 'POST' });
       forest.refresh(0);
     } catch (error) { toast(errorNode(error), 'error'); }
+  }
+
+  async erase(node) {
+    if (await eraseDialog(node)) { this.closePanel(); forest.refresh(0); }
   }
 
   async reflect() {
