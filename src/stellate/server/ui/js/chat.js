@@ -197,8 +197,7 @@ class ChatPage {
   renderItem(item) {
     if (item.kind === 'user') {
       return h('div', { class: 'msg user' + (item.inherited ? ' inherited' : ''), dataset: { seq: item.seq } },
-        h('div', { class: 'bubble', translate: 'no', text: item.text }), messageActions(this, item));
-        h('div', { class: 'bubble', translate: 'no', text: item.text }, thumbnails(item.images)));
+        h('div', { class: 'bubble', translate: 'no', text: item.text }, thumbnails(item.images)), messageActions(this, item));
     }
     if (item.kind === 'tool') return toolCard(item);
     if (item.kind === 'note') return h('div', { class: 'msg note' }, t('chat.summary'), ' ', h('span', { translate: 'no', text: clip(item.text, 400) }));
