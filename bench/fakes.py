@@ -8,6 +8,7 @@ claims an 8,192-token window, so long histories would trigger compression.
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from typing import Any
@@ -43,6 +44,28 @@ class InstantLLM:
         return self._response()
 
     async def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
+        for event in response_events(self._response()):
+            yield event
+
+
+class DelayedLLM(InstantLLM):
+    """`InstantLLM` answering after ``latency_ms``: the servers' model (B6, B7, the soak).
+
+    Unlike `FunctionLLM` it keeps nothing per call (`FunctionLLM` records every request, so a long run of a
+    server grows with every turn it served).
+    """
+
+    model = "delayed"
+
+    def __init__(self, latency_ms: float) -> None:
+        self.latency = latency_ms / 1000
+
+    async def complete(self, request: LLMRequest) -> LLMResponse:
+        await asyncio.sleep(self.latency)
+        return self._response()
+
+    async def stream(self, request: LLMRequest) -> AsyncIterator[StreamEvent]:
+        await asyncio.sleep(self.latency)
         for event in response_events(self._response()):
             yield event
 

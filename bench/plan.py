@@ -73,6 +73,15 @@ STREAMS_HELD = "idle stream memory: server RSS growth per open stream, KiB"
 STREAMS_CLOSED = "after they all close: RSS still grown per stream, KiB"
 STREAMS_REOPENED = "N streams opened again: RSS growth per stream, KiB"
 
+CAPACITY_P50 = "p50 added delay per chunk (model → client), ms"
+CAPACITY_P99 = "p99 added delay per chunk (model → client), ms"
+CAPACITY_ERRORS = "turns failed or cut short"
+CAPACITY_CLIENT = "load generator's CPU, % of one core"
+CAPACITY_SERVER = "server CPU per chunk delivered, µs"
+SOAK_WARM = "server RSS after warm-up (first quarter of the rounds), MiB"
+SOAK_END = "server RSS at the end, MiB"
+SOAK_GROWTH = "RSS growth per round after warm-up, KiB"
+
 PEERS = ("langgraph", "agents")
 
 
@@ -127,6 +136,13 @@ class Sizes:
     """B9: prior turns of the session a fresh process takes its first turn on."""
     k_fresh: int = 10
     """B9: fresh processes per case (each one first turn, or one CLI command of each kind)."""
+    b10_n: tuple[int, ...] = (100, 250, 500, 750)
+    """B10: concurrent streamed turns through one worker."""
+    b10_chunks: int = 100
+    b10_rate: float = 20.0
+    """B10: the model's chunks per turn, and per second."""
+    soak: tuple[int, int, int, int] = (20, 20, 1000, 100)
+    """B10-soak: rounds, sessions, turns per round, stream opens and closes per round."""
 
 
 FULL = Sizes((100, 1000, 10000), (1000, 10000, 100000), 100000, 10000, 50, 20, 10, 200, 8, 5, 3, 5)
@@ -151,6 +167,8 @@ QUICK = Sizes(
     k_cold_peer=3,
     k_e2e=5,
     k_fresh=5,
+    b10_n=(50, 100),
+    soak=(8, 10, 100, 20),
 )
 SMOKE = Sizes(
     (3,),
@@ -174,6 +192,10 @@ SMOKE = Sizes(
     k_e2e=2,
     b9_h=3,
     k_fresh=1,
+    b10_n=(2,),
+    b10_chunks=5,
+    b10_rate=50.0,
+    soak=(2, 2, 2, 2),
 )
 
 #: B6's mock model answers after this many milliseconds.
@@ -303,29 +325,43 @@ def _b9(sizes: Sizes) -> list[Case]:
     return [*cases, Case("B9", h, "fresh.cli", params, cli_rows)]
 
 
+def _b10(sizes: Sizes) -> list[Case]:
+    """One worker: streamed turns at once (issue 22, goal 2), and a bounded soak (goal 7)."""
+    rows = {
+        "p50": CAPACITY_P50,
+        "p99": CAPACITY_P99,
+        "errors": CAPACITY_ERRORS,
+        "client_cpu": CAPACITY_CLIENT,
+        "server_cpu": CAPACITY_SERVER,
+    }
+    chunks = {"chunks": sizes.b10_chunks, "rate": sizes.b10_rate}
+    cases = [Case("B10", n, "streaming.capacity", {"turns": n, **chunks}, rows) for n in sizes.b10_n]
+    rounds, sessions, turns, streams = sizes.soak
+    params = {"rounds": rounds, "sessions": sessions, "turns": turns, "streams": streams}
+    rows = {"warm": SOAK_WARM, "end": SOAK_END, "growth": SOAK_GROWTH}
+    return [*cases, Case("B10-soak", rounds * turns, "streaming.soak", params, rows, once=True)]
+
+
 def _diagnostic(case: Case) -> bool:
     return case.case == "raw.b1_shape" or bool(case.params.get("real"))
 
 
 def cases(sizes: Sizes, benches: set[str]) -> list[Case]:
     """Every case of the selected benchmarks, in run order."""
+    makers: list[tuple[set[str], Any]] = [
+        ({"B1"}, lambda: _b1("B1", "sqlite", sizes)),
+        ({"B2"}, lambda: _b2("B2", "sqlite", sizes)),
+        ({"B3"}, lambda: _b3(sizes)),
+        ({"B4"}, lambda: _b4(sizes)),
+        ({"B8"}, lambda: _b8(sizes)),
+        ({"B9"}, lambda: _b9(sizes)),
+        ({"B5", "B5-TURN"}, lambda: _b1("B5-turn", "pg", sizes)),
+        ({"B5", "B5-FORK"}, lambda: _b2("B5-fork", "pg", sizes)),
+        ({"B6"}, lambda: _b6(sizes)),
+        ({"B10"}, lambda: _b10(sizes)),
+    ]
     out: list[Case] = []
-    if "B1" in benches:
-        out += _b1("B1", "sqlite", sizes)
-    if "B2" in benches:
-        out += _b2("B2", "sqlite", sizes)
-    if "B3" in benches:
-        out += _b3(sizes)
-    if "B4" in benches:
-        out += _b4(sizes)
-    if "B8" in benches:
-        out += _b8(sizes)
-    if "B9" in benches:
-        out += _b9(sizes)
-    if "B5" in benches or "B5-TURN" in benches:
-        out += _b1("B5-turn", "pg", sizes)
-    if "B5" in benches or "B5-FORK" in benches:
-        out += _b2("B5-fork", "pg", sizes)
-    if "B6" in benches:
-        out += _b6(sizes)
+    for names, make in makers:
+        if names & benches:
+            out += make()
     return out if sizes.diagnostics else [c for c in out if not _diagnostic(c)]

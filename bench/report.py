@@ -24,6 +24,8 @@ TITLES = {
     "B6-streams": "B6 — the space's event stream (SSE) held by N clients at once; one event fanned out to all",
     "B8": "B8 — end to end, real OpenAI-compatible clients against the loopback mock (ms per turn; H = prior turns)",
     "B9": "B9 — a fresh process: its imports, its first turn, the CLI's start (ms; H = prior turns)",
+    "B10": "B10 — streamed turns one worker holds (SQLite; a model streaming 100 chunks at 20/s; N = turns at once)",
+    "B10-soak": "B10 — a bounded soak of one worker (T = turns in all; stream opens and closes beside them)",
 }
 AXIS = {
     "B1": "H",
@@ -36,6 +38,8 @@ AXIS = {
     "B6-streams": "N",
     "B8": "H",
     "B9": "H",
+    "B10": "N",
+    "B10-soak": "T",
 }
 
 
@@ -244,6 +248,8 @@ def _timings_with_notes(t: Tables) -> list[str]:
         ("B9", B9_RATIOS, FRESH_NOTE),
         ("B6", [], SERVER_NOTE),
         ("B6-streams", [], SERVER_NOTE),
+        ("B10", [], STREAMING_NOTE),
+        ("B10-soak", [], []),
     )
     for bench, pairs, note in shown:
         if t.xs(bench):
@@ -255,4 +261,11 @@ SERVER_NOTE = [
     "",
     "Server and client are separate processes on this machine's cores; latency is what the client measures",
     "(request sent to response read), the model's 50 ms included. Cells are medians over repetitions.",
+]
+
+STREAMING_NOTE = [
+    "",
+    "Each chunk carries the wall-clock time the model handed it to the server; the client subtracts it from the",
+    "time it read the chunk. The model is in the server's process (paced by its event loop), the clients in one",
+    "other process on the same two cores: its CPU share shows how much of them the load generator takes.",
 ]

@@ -14,7 +14,7 @@ import asyncio
 import multiprocessing
 import socket
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
@@ -23,7 +23,7 @@ import httpx
 
 from bench.common import median, ms
 
-REPLY = "ok"
+REPLY = "ok"  # what bench.fakes.DelayedLLM answers
 USER = "next step, please"
 
 
@@ -36,21 +36,19 @@ async def _serve_async(db: str, port: int, latency_ms: float) -> None:
     await serve_agent(f"sqlite:///{db}", port, latency_ms)
 
 
-async def serve_agent(store: Any, port: int, latency_ms: float, **agent_options: Any) -> None:
-    """Serve an agent on ``store`` (a store or its URL) whose model answers after ``latency_ms``, until stopped."""
+async def serve_agent(store: Any, port: int, latency_ms: float, llm: Any = None, **agent_options: Any) -> None:
+    """Serve an agent on ``store`` (a store or its URL) whose model answers after ``latency_ms``, until stopped.
+
+    ``llm``: another model instead (``latency_ms`` is then unused).
+    """
     import uvicorn
 
+    from bench.fakes import DelayedLLM
     from stellate import Agent
-    from stellate.llm.scripted import FunctionLLM
-    from stellate.llm.types import LLMRequest
     from stellate.server import create_app
     from stellate.server.serving import uvicorn_config
 
-    async def model(request: LLMRequest) -> str:
-        await asyncio.sleep(latency_ms / 1000)
-        return REPLY
-
-    async with Agent(store, llm=FunctionLLM(model), **agent_options) as agent:
+    async with Agent(store, llm=llm or DelayedLLM(latency_ms), **agent_options) as agent:
         # One client process holds every stream: the per-client cap would refuse past 32.
         app = create_app(agent, max_streams_per_client=100_000, max_streams_per_space=100_000)
         # As `stellate serve` runs it (header deadline, 75 s keep-alive).
@@ -73,12 +71,20 @@ def served(directory: str, latency_ms: float) -> Iterator[str]:
 
 
 @contextmanager
-def served_process(directory: str, latency_ms: float) -> Iterator[tuple[str, int]]:
-    """A server in a child process for the duration of the block; yields its ``/v1`` URL and its pid."""
+def served_process(
+    directory: str, latency_ms: float, target: Callable[[str, int], None] | None = None
+) -> Iterator[tuple[str, int]]:
+    """A server in a child process for the duration of the block; yields its ``/v1`` URL and its pid.
+
+    ``target(db, port)``: another server function to run in the child (a picklable module-level callable).
+    """
     port = _free_port()
-    child = multiprocessing.get_context("spawn").Process(
-        target=_serve, args=(str(Path(directory) / "server.db"), port, latency_ms), daemon=True
-    )
+    db = str(Path(directory) / "server.db")
+    spawn = multiprocessing.get_context("spawn")
+    if target is None:
+        child = spawn.Process(target=_serve, args=(db, port, latency_ms), daemon=True)
+    else:
+        child = spawn.Process(target=target, args=(db, port), daemon=True)
     child.start()
     url = f"http://127.0.0.1:{port}/v1"
     try:

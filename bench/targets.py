@@ -199,6 +199,43 @@ def _fresh_rows(t: Tables) -> list[Verdict]:
     return out
 
 
+CAPACITY_GOAL = 500
+CAPACITY_P99_MS = 250.0
+IDLE_STREAM_KIB = 10.0
+SOAK_FLAT = 1.10
+"""The soak's RSS at the end may be at most this multiple of its RSS after warm-up."""
+
+
+def _server_rows(t: Tables) -> list[Verdict]:
+    """Issue 22, goals 2 and 7: streamed turns one worker holds, idle streams, and the soak."""
+    out = []
+    xs = t.xs("B10")
+    if xs:
+        held = [
+            x
+            for x in xs
+            if (p99 := t.get("B10", P.CAPACITY_P99, x))
+            and p99.ms <= CAPACITY_P99_MS
+            and (errors := t.get("B10", P.CAPACITY_ERRORS, x))
+            and errors.ms == 0
+        ]
+        best = max(held, default=0)
+        top = t.get("B10", P.CAPACITY_P99, xs[-1])
+        measured = f"{best:,} held (p99 at N={xs[-1]:,}: {fmt(top.ms) if top else '–'} ms)"
+        name = f"i22-2. streamed turns one worker holds at p99 ≤ {CAPACITY_P99_MS:.0f} ms, no error: ≥ {CAPACITY_GOAL}"
+        out.append(Verdict(name, measured, best >= CAPACITY_GOAL))
+    xs = t.xs("B6-streams")
+    if xs and (cell := t.get("B6-streams", P.STREAMS_HELD, xs[-1])):
+        name = f"i22-7. an idle SSE stream ≤ {IDLE_STREAM_KIB:.0f} KiB of server RSS (N={xs[-1]:,})"
+        out.append(Verdict(name, f"{fmt(cell.ms)} KiB", cell.ms <= IDLE_STREAM_KIB))
+    xs = t.xs("B10-soak")
+    if xs:
+        warm, end = t.get("B10-soak", P.SOAK_WARM, xs[-1]), t.get("B10-soak", P.SOAK_END, xs[-1])
+        name = f"i22-7. soak of {xs[-1]:,} turns: RSS at the end ≤ {SOAK_FLAT}× RSS after warm-up"
+        out.append(_at_most(name, end, warm, SOAK_FLAT))
+    return out
+
+
 def verdicts(t: Tables) -> list[Verdict]:
     """Issue 10's goals (numbered as in the issue), then the flatness and peer targets kept from issue 6."""
     out = _goal_rows(t)
@@ -215,7 +252,7 @@ def verdicts(t: Tables) -> list[Verdict]:
         out += _fork(t, bench, P.FORK_AGENT)
         out += _fork(t, bench, P.FORK_STORE)
     out += _fork(t, "B2", P.FORK_COLD)
-    return out
+    return out + _server_rows(t)
 
 
 def render(t: Tables) -> list[str]:

@@ -28,6 +28,7 @@ MODULES = {
     "e2e": "bench.e2e_cases",
     "server": "bench.server_cases",
     "fresh": "bench.fresh_cases",
+    "streaming": "bench.streaming_cases",
 }
 
 

@@ -39,7 +39,10 @@ def start_server(db: Path) -> tuple[subprocess.Popen[bytes], str]:
     env = {**os.environ, "STELLATE_DB": str(db), "NO_COLOR": "1"}
     subprocess.run([sys.executable, "-m", "stellate.cli", "demo"], env=env, check=True, capture_output=True)
     port = free_port()
-    process = subprocess.Popen([sys.executable, "-m", "stellate.cli", "serve", "--port", str(port)], env=env)
+    # The offline scripted model, with a reflector: Settings then show a model and the map's Reflect is enabled.
+    served = {**env, "STELLATE_PROVIDER": "scripted"}
+    command = [sys.executable, "-m", "stellate.cli", "serve", "--port", str(port), "--reflector"]
+    process = subprocess.Popen(command, env=served)
     url = f"http://127.0.0.1:{port}"
     for _ in range(100):
         try:

@@ -106,6 +106,7 @@ def test_top_level_exports_only_the_facade() -> None:
     assert sorted(stellate.__all__) == sorted(
         [
             "Agent",
+            "Approval",
             "ArchivedError",
             "ConflictError",
             "ForkError",

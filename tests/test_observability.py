@@ -171,6 +171,16 @@ async def test_metrics_count_tokens_durations_and_tool_errors(telemetry: Telemet
     assert failed.status.status_code.name == "ERROR"
 
 
+async def test_usage_a_provider_did_not_report_is_left_out_not_counted_as_zero(telemetry: Telemetry) -> None:
+    async with Agent(MemoryStore(), llm=ScriptedLLM(["quiet"], estimate_usage=False)) as agent:
+        root = await agent.create_session()
+        await agent.turn(root.id, "Hi")
+    [chat] = [s for s in telemetry.finished() if s.name.startswith("chat")]
+    assert not [key for key in chat.attributes if key.startswith("gen_ai.usage.")]
+    assert chat.attributes["gen_ai.response.finish_reasons"] == ("stop",)
+    assert "gen_ai.client.token.usage" not in telemetry.metric_points()
+
+
 async def test_without_instrument_nothing_is_traced(require_extra: Callable[[str, str], ModuleType]) -> None:
     require_extra("opentelemetry.sdk", "otel")
     from opentelemetry.sdk.trace import TracerProvider

@@ -24,6 +24,7 @@ from stellate.errors import (
 if TYPE_CHECKING:
     from stellate.agent import Agent, Reflector, SessionDigest, TopologyNode
     from stellate.engine import (
+        Approval,
         ForkOptions,
         ForkProfile,
         SessionConfig,
@@ -38,6 +39,7 @@ if TYPE_CHECKING:
 #: (``stellate.store.sqlite``, the CLI) runs this module, and those layers cost a fresh process ~0.3 s (issue 22).
 _LAZY = {
     "Agent": "stellate.agent",
+    "Approval": "stellate.engine",
     "Reflector": "stellate.agent",
     "SessionDigest": "stellate.agent",
     "TopologyNode": "stellate.agent",
@@ -68,6 +70,7 @@ def __dir__() -> list[str]:
 
 __all__ = [
     "Agent",
+    "Approval",
     "ForkOptions",
     "ForkProfile",
     "Reflector",

@@ -172,8 +172,8 @@ class Scope:
     def record_content(self, key: str, value: Callable[[], Any]) -> None:
         """Set a content attribute from ``value()`` as JSON, only when traced with ``include_content``."""
 
-    def record_usage(self, model: str, input_tokens: int, output_tokens: int, finish_reason: str) -> None:
-        """A model call's response: model, token usage (also as metrics) and finish reason."""
+    def record_usage(self, model: str, input_tokens: int | None, output_tokens: int | None, finish_reason: str) -> None:
+        """A model call's response: model, token usage (also as metrics; None: not reported) and finish reason."""
 
     def record_tool_result(self, is_error: bool, content: Callable[[], str]) -> None:
         """A tool call's outcome (an error result sets the span's status and counts as a tool error)."""
@@ -231,21 +231,21 @@ class _TracedScope(Scope):
             produced = value()
             self._span.set_attribute(key, produced if isinstance(produced, str) else json.dumps(produced))
 
-    def record_usage(self, model: str, input_tokens: int, output_tokens: int, finish_reason: str) -> None:
-        """Record the response attributes and the token-usage metric."""
-        self.record(
-            {
-                "gen_ai.response.model": model,
-                "gen_ai.usage.input_tokens": input_tokens,
-                "gen_ai.usage.output_tokens": output_tokens,
-                "gen_ai.response.finish_reasons": [finish_reason],
-            }
-        )
+    def record_usage(self, model: str, input_tokens: int | None, output_tokens: int | None, finish_reason: str) -> None:
+        """Record the response attributes and the token-usage metric; a count not reported is left out, not 0."""
+        counts = {"input": input_tokens, "output": output_tokens}
+        attributes: dict[str, AttributeValue] = {
+            "gen_ai.response.model": model,
+            "gen_ai.response.finish_reasons": [finish_reason],
+        }
+        attributes.update({f"gen_ai.usage.{kind}_tokens": n for kind, n in counts.items() if n is not None})
+        self.record(attributes)
         self._metric["gen_ai.response.model"] = model
         base = _call_metric_attributes(self._attributes, self._metric)
         usage = self._instruments.token_usage
-        usage.record(input_tokens, {**base, "gen_ai.token.type": "input"})
-        usage.record(output_tokens, {**base, "gen_ai.token.type": "output"})
+        for kind, n in counts.items():
+            if n is not None:
+                usage.record(n, {**base, "gen_ai.token.type": kind})
 
     def record_tool_result(self, is_error: bool, content: Callable[[], str]) -> None:
         """Mark a failed tool call and count it."""

@@ -25,7 +25,10 @@ from stellate.agent.comparison import Comparison
 from stellate.agent.images import ImageSource
 from stellate.agent.reflector import Reflection
 from stellate.agent.replay import Replay
+from stellate.agent.searching import SearchPage
 from stellate.agent.topology import SessionDigest, TopologyNode
+from stellate.agent.usage_report import ContextWindow, UsageReport
+from stellate.engine.approval import PendingApproval
 from stellate.engine.config import ForkOptions
 from stellate.engine.events import TurnEvent, TurnResult
 from stellate.log.images import ImageRef
@@ -195,6 +198,38 @@ class SyncAgent:
     def list_tombstones(self) -> list[Tombstone]:
         """See `Agent.list_tombstones`."""
         return self._call(self.agent.list_tombstones)
+
+    def pending_approvals(self, session_id: str | None = None) -> list[PendingApproval]:
+        """Blocking `Agent.pending_approvals`."""
+        return self._portal.call(lambda: self.agent.pending_approvals(session_id))
+
+    def approve(
+        self, session_id: str, call_id: str, *, arguments: str | None = None, by: str = "user"
+    ) -> TurnResult | None:
+        """Blocking `Agent.approve`."""
+        return self._portal.call(lambda: self.agent.approve(session_id, call_id, arguments=arguments, by=by))
+
+    def deny(self, session_id: str, call_id: str, *, reason: str | None = None, by: str = "user") -> TurnResult | None:
+        """Blocking `Agent.deny`."""
+        return self._portal.call(lambda: self.agent.deny(session_id, call_id, reason=reason, by=by))
+
+    def expire_approvals(self) -> int:
+        """Blocking `Agent.expire_approvals`."""
+        return self._call(self.agent.expire_approvals)
+
+    def search(self, query: str, *, include_archived: bool = False, limit: int = 20, offset: int = 0) -> SearchPage:
+        """Blocking `Agent.search`."""
+        return self._portal.call(
+            lambda: self.agent.search(query, include_archived=include_archived, limit=limit, offset=offset)
+        )
+
+    def usage_report(self, session_id: str) -> UsageReport:
+        """See `Agent.usage_report`."""
+        return self._call(self.agent.usage_report, session_id)
+
+    def context_window(self, session_id: str, reply_seq: int | None = None) -> ContextWindow:
+        """See `Agent.context_window`."""
+        return self._call(self.agent.context_window, session_id, reply_seq)
 
     def put_image(self, source: ImageSource) -> ImageRef:
         """See `Agent.put_image`."""

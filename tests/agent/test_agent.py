@@ -258,12 +258,12 @@ async def test_fork_at_an_explicit_boundary_or_a_clicked_message(store: MemorySt
     root = await agent.create_session()
     await agent.turn(root.id, "one")
     await agent.turn(root.id, "two")
-    at_first = await agent.fork_session(root.id, label="b", context="inherit", boundary=6)
+    at_first = await agent.fork_session(root.id, label="b", context="inherit", boundary=7)
     assert [m.content for m in await agent.list_messages(at_first.id)] == ["one", "ok"]
-    clicked = await agent.fork_session(root.id, label="a", context="inherit", at_seq=9)
+    clicked = await agent.fork_session(root.id, label="a", context="inherit", at_seq=10)
     assert [m.content for m in await agent.list_messages(clicked.id)] == ["one", "ok", "two", "ok"]
     with pytest.raises(ForkError) as info:
-        await agent.fork_session(root.id, label="bad", context="inherit", boundary=8)
+        await agent.fork_session(root.id, label="bad", context="inherit", boundary=9)
     assert info.value.code == "open_turn"
 
 

@@ -27,7 +27,7 @@ from bench.worker import run_case
 
 ROOT = Path(__file__).resolve().parents[2]
 IN_CI = os.environ.get("CI", "").lower() == "true"
-CASES = plan.cases(plan.SMOKE, {"B1", "B2", "B3", "B4", "B5", "B6", "B8", "B9"})
+CASES = plan.cases(plan.SMOKE, {"B1", "B2", "B3", "B4", "B5", "B6", "B8", "B9", "B10"})
 
 
 def _id(case: plan.Case) -> str:
@@ -48,7 +48,11 @@ def _check(case: plan.Case, result: dict[str, Any]) -> None:
     for key in case.rows:
         part = result[key] if key else result
         assert part["ms"], part
-        if "KiB" in case.rows[key]:  # memory growth (B6's idle streams) may be none at all
+        if case.rows[key] == plan.SOAK_GROWTH:  # the soak's RSS may as well shrink between rounds
+            continue
+        if case.rows[key] == plan.CAPACITY_ERRORS:
+            assert part["ms"] == [0.0], part["ms"]
+        elif "KiB" in case.rows[key]:  # memory growth (B6's idle streams) may be none at all
             assert all(t >= 0 for t in part["ms"]), part["ms"]
         else:
             assert all(t > 0 for t in part["ms"]), part["ms"]
@@ -142,3 +146,23 @@ def test_b9_judges_the_fresh_first_turn_against_the_fastest_peer_and_the_cli_aga
 
     assert fresh_verdicts(20.0, 140.0) == [True, True, True]
     assert fresh_verdicts(250.0, 700.0) == [False, False, False]
+
+
+def test_b10_judges_capacity_idle_streams_and_the_soak() -> None:
+    def samples(p99_at_500: float, idle_kib: float, end_mib: float) -> dict[tuple[str, str, int], list[dict[str, Any]]]:
+        cells = {
+            ("B10", plan.CAPACITY_P99, 250): 90.0,
+            ("B10", plan.CAPACITY_P99, 500): p99_at_500,
+            ("B10", plan.CAPACITY_ERRORS, 250): 0.0,
+            ("B10", plan.CAPACITY_ERRORS, 500): 0.0,
+            ("B6-streams", plan.STREAMS_HELD, 500): idle_kib,
+            ("B10-soak", plan.SOAK_WARM, 20000): 100.0,
+            ("B10-soak", plan.SOAK_END, 20000): end_mib,
+        }
+        return {key: [{"ms": [value]}] for key, value in cells.items()}
+
+    def judged(p99: float, idle: float, end: float) -> list[bool | None]:
+        return [v.ok for v in verdicts(Tables(aggregate(samples(p99, idle, end)))) if v.name.startswith("i22-")]
+
+    assert judged(200.0, 8.0, 105.0) == [True, True, True]
+    assert judged(400.0, 41.0, 150.0) == [False, False, False]

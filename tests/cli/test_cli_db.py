@@ -138,3 +138,9 @@ def test_a_user_who_may_not_create_databases_is_told_what_to_ask_for(
             conn.execute(sql.SQL("DROP ROLE {}").format(sql.Identifier(role)))
     assert result.status == EXIT_STATUS["store_error"]
     assert "may not create databases" in result.err and "CREATE DATABASE" in result.err
+
+
+def test_listing_a_database_behind_the_schema_also_waits_for_migrate(cli: Run, db: Path) -> None:
+    _schema_zero(db)
+    refused = cli("sessions", "list")
+    assert refused.status == EXIT_STATUS["schema_behind"] and "stellate db migrate" in refused.err

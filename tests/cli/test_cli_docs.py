@@ -33,7 +33,7 @@ def _command_lines(parser: argparse.ArgumentParser, prefix: str) -> list[str]:
 
 def test_every_command_and_slash_command_is_documented() -> None:
     lines = _command_lines(build_parser(), "stellate")
-    assert "stellate sessions fork" in lines and "stellate db prune" in lines and len(lines) == 20
+    assert "stellate sessions fork" in lines and "stellate db prune" in lines and len(lines) == 22
     for line in lines:
         assert f"`{line}" in DOC, line
     for command in COMMANDS.values():

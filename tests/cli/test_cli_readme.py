@@ -49,7 +49,7 @@ def test_the_readme_tour_runs_verbatim_on_a_fresh_database(tmp_path: Path) -> No
     by_command = {line.split()[2]: result.out for line, result in results.items()}
     assert "Budget" in by_command["tree"] and "Study abroad plan" in by_command["tree"]
     assert "label          Budget" in by_command["show"] and "own events" in by_command["show"]
-    assert re.search(r"forked s-\S+ \(Plan B\) from s-\S+ at seq 8 \(9 events inherited\)", by_command["fork"])
+    assert re.search(r"forked s-\S+ \(Plan B\) from s-\S+ at seq 9 \(10 events inherited\)", by_command["fork"])
     assert (tmp_path / "budget.jsonl").read_text(encoding="utf-8").count("\n") > 10
     assert "Budget" in by_command["list"] and "North America" not in by_command["list"]
 

@@ -45,3 +45,27 @@ def test_sessions_list_reads_the_store_without_the_agent(tmp_path: Path) -> None
         timeout=60,
     )
     assert _imported_by(["--db", str(tmp_path / "s.db"), "sessions", "list"], tmp_path) == []
+
+
+def test_sessions_list_on_a_sqlite_file_needs_neither_asyncio_nor_the_stores_machinery(tmp_path: Path) -> None:
+    db = tmp_path / "s.db"
+    subprocess.run(
+        [sys.executable, "-m", "stellate.cli", "--db", str(db), "db", "migrate"],
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
+    code = (
+        "import json, sys; from stellate.cli import main; status = main(sys.argv[1:]);"
+        " print(json.dumps([m for m in ('asyncio', 'stellate.store.base', 'rich.progress') if m in sys.modules]))"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, "--db", str(db), "sessions", "list"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=60,
+        check=True,
+    )
+    assert "no session matches" in done.stdout
+    assert json.loads(done.stdout.strip().splitlines()[-1]) == []

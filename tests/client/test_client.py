@@ -105,3 +105,50 @@ async def test_a_config_crosses_by_name_only(client: Client) -> None:
         await client.create_session(label="unknown", config=SessionConfig(tools=["nope"]))
     assert unknown.value.code == "tool_not_found"
     assert [d.label for d in await client.list_session_digests()] == ["named"]
+
+
+async def test_the_forest_and_the_session_count_inherited_turns_apart() -> None:
+    """A fork's turns split into its own and those read from its source, in the forest, over HTTP and in-process."""
+    local = Agent(MemoryStore(), llm=echo_llm())
+    app = create_app(local)
+    async with Client("http://127.0.0.1", transport=httpx.ASGITransport(app)) as remote:
+        for agent in (local, remote):
+            root = await agent.create_session(label="Trip")
+            await agent.turn(root.id, "one")
+            await agent.turn(root.id, "two")
+            child = await agent.fork_session(root.id, ForkOptions(label="Budget", context="inherit"))
+            await agent.turn(child.id, "three")
+            [node] = [n for n in await agent.get_topology() if n.id == root.id]
+            assert (node.turn_count, node.inherited_turns) == (2, 0)
+            assert (node.children[0].turn_count, node.children[0].inherited_turns) == (3, 2)
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://127.0.0.1/v1") as http:
+            detail = (await http.get(f"/sessions/{child.id}")).json()
+    assert (detail["turn_count"], detail["inherited_turns"]) == (3, 2)
+
+
+def test_the_sync_client_reads_the_capabilities(server_url: str) -> None:
+    with SyncClient(server_url) as remote:
+        found = remote.capabilities()
+    assert found["default_model"] == {"provider": "scripted", "model": "scripted-model", "base_url": None}
+    assert (found["reflector"], found["reflection"]) == (False, None)
+
+
+async def test_search_over_http_returns_the_same_hits_as_in_process(client: Client) -> None:
+    local = Agent(MemoryStore(), llm=echo_llm())
+    for agent in (local, client):
+        root = await agent.create_session(label="Trip")
+        await agent.turn(root.id, "ferry times to Naoshima")
+        page = await agent.search("naoshima", limit=1)
+        assert [(h.session_id, h.seq, h.turn, h.label) for h in page.hits] == [(root.id, 4, 1, "Trip")]
+        assert page.next_offset == 1  # the echo holds it too
+        rest = await agent.search("naoshima", limit=1, offset=1)
+        assert [h.role for h in rest.hits] == ["user"] and rest.next_offset is None
+    with pytest.raises(UsageError):
+        await client.search(" ")
+
+
+def test_the_sync_client_searches(server_url: str) -> None:
+    with SyncClient(server_url) as remote:
+        root = remote.create_session(label="sync")
+        remote.turn(root.id, "蓝色的海")
+        assert {h.role for h in remote.search("蓝色").hits} == {"user", "assistant"}

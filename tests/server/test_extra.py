@@ -12,7 +12,7 @@ import pytest
     ("blocked", "statement"),
     [
         ("fastapi", "from stellate.server import create_app"),
-        ("sse_starlette", "from stellate.server import create_app"),
+        ("starlette", "from stellate.server import create_app"),
         ("httpx", "import stellate.client"),
     ],
 )

@@ -136,11 +136,11 @@ async def test_the_log_tail_resumes_after_last_event_id(live: Live) -> None:
         async with http.stream("GET", f"/sessions/{sid}/events/stream", headers=headers) as response:
             async for _, _, data in sse(response):
                 resumed.append(data)
-                if len(resumed) == 9:  # the rest of turn 1 and all of turn 2
+                if len(resumed) == 11:  # the rest of turn 1 and all of turn 2
                     await http.put(f"/sessions/{sid}/memory", json={"content": "live"})
                 if data["type"] == "memory/put":
                     break
-        assert [d["seq"] for d in resumed] == list(range(4, 14))
+        assert [d["seq"] for d in resumed] == list(range(4, 16))
         assert resumed[-1]["data"]["content"] == "live"
 
 

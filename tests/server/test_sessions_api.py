@@ -95,10 +95,10 @@ async def test_taken_id_is_a_conflict(client: httpx.AsyncClient) -> None:
 async def test_lineage_lists_ancestors_with_their_fork_seqs_and_descendants(client: httpx.AsyncClient) -> None:
     root = await create(client, "root")
     await client.post(f"/sessions/{root}/turns", json={"content": "hi"})
-    child = (await client.post(f"/sessions/{root}/forks", json={"label": "child", "boundary": 6})).json()["id"]
+    child = (await client.post(f"/sessions/{root}/forks", json={"label": "child", "boundary": 7})).json()["id"]
     grandchild = (await client.post(f"/sessions/{child}/forks", json={"label": "grandchild"})).json()["id"]
     lineage = (await client.get(f"/sessions/{child}/lineage")).json()
-    assert lineage["session"]["fork_seq"] == 6 and lineage["session"]["source_id"] == root
+    assert lineage["session"]["fork_seq"] == 7 and lineage["session"]["source_id"] == root
     assert [a["id"] for a in lineage["ancestors"]] == [root]
     assert [d["id"] for d in lineage["descendants"]["children"]] == [grandchild]
     assert (await client.get("/sessions/nope/lineage")).status_code == 404

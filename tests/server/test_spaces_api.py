@@ -26,6 +26,13 @@ SESSION_ROUTES: list[tuple[str, str, dict[str, object] | None]] = [
     ("GET", "/sessions/{id}/transcript", None),
     ("GET", "/sessions/{id}/context", None),
     ("GET", "/sessions/{id}/lineage", None),
+    ("GET", "/sessions/{id}/usage", None),
+    ("GET", "/sessions/{id}/context-window", None),
+    ("POST", "/sessions/{id}/edit", {"turn": 1, "content": "x"}),
+    ("POST", "/sessions/{id}/regenerate", {}),
+    ("POST", "/sessions/{id}/replay", {"from_turn": 1}),
+    ("GET", "/sessions/{id}/approvals", None),
+    ("POST", "/sessions/{id}/approvals/{call_id}", {"decision": "approve"}),
     ("GET", "/sessions/{id}/erase-plan", None),
     ("DELETE", "/sessions/{id}", None),
 ]
@@ -47,7 +54,7 @@ async def test_a_key_of_another_space_gets_404_on_every_session_route(keyed: htt
     await keyed.post(f"/sessions/{sid}/turns", json={"content": "private"}, headers=alpha)
     before = (await keyed.get(f"/sessions/{sid}/events", headers=alpha)).json()["events"]
     for method, path, body in SESSION_ROUTES:
-        response = await keyed.request(method, path.format(id=sid), json=body, headers=beta)
+        response = await keyed.request(method, path.format(id=sid, call_id="c1"), json=body, headers=beta)
         assert response.status_code == 404, (method, path, response.text)
         assert response.json()["code"] in ("session_not_found", "source_not_found") and "private" not in response.text
     fork_onto = await keyed.post("/sessions", json={"label": "mine"}, headers=beta)

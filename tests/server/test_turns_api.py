@@ -33,7 +33,7 @@ async def test_turn_returns_its_result_and_lands_in_the_log(client: httpx.AsyncC
     result = (await client.post(f"/sessions/{sid}/turns", json={"content": "hi"})).json()
     assert result["content"] == "echo: hi" and result["reason"] == "completed" and result["turn"] == 1
     events = (await client.get(f"/sessions/{sid}/events")).json()["events"]
-    assert [e["type"] for e in events][-2:] == ["step/end", "turn/end"]
+    assert [e["type"] for e in events][-3:] == ["step/end", "model/called", "turn/end"]
     transcript = (await client.get(f"/sessions/{sid}/transcript")).json()
     assert transcript[-2:] == [
         {"role": "user", "content": "hi"},
@@ -125,19 +125,19 @@ async def test_fork_by_boundary_or_anchor_follows_the_rules(client: httpx.AsyncC
     assert anchored.status_code == 201
     child = anchored.json()["id"]
     inherited = (await client.get(f"/sessions/{child}/events")).json()
-    assert inherited["inherited"] == 7 and all(e["inherited"] for e in inherited["events"][:7])
+    assert inherited["inherited"] == 8 and all(e["inherited"] for e in inherited["events"][:8])
     assert (await client.get(f"/sessions/{child}/transcript")).json()[-1]["content"] == "echo: one"
     for boundary, status, code in [(2, 409, "open_turn"), (99, 422, "invalid_boundary")]:
         response = await client.post(fork, json={"label": "x", "boundary": boundary})
         assert (response.status_code, response.json()["code"]) == (status, code), boundary
     past_the_end = await client.post(fork, json={"label": "x", "at_seq": 99})  # the last completed turn
-    assert (await client.get(f"/sessions/{past_the_end.json()['id']}")).json()["fork_seq"] == 12
+    assert (await client.get(f"/sessions/{past_the_end.json()['id']}")).json()["fork_seq"] == 14
     both = await client.post(fork, json={"label": "x", "boundary": 6, "at_seq": 6})
     assert both.status_code == 422 and both.json()["code"] == "validation_error"
     profile = await client.post(fork, json={"label": "x", "profile": "nope"})
     assert profile.status_code == 422 and profile.json()["code"] == "profile_not_found"
-    exact = await client.post(fork, json={"label": "b", "boundary": 6})
-    assert (await client.get(f"/sessions/{exact.json()['id']}")).json()["fork_seq"] == 6
+    exact = await client.post(fork, json={"label": "b", "boundary": 7})
+    assert (await client.get(f"/sessions/{exact.json()['id']}")).json()["fork_seq"] == 7
 
 
 async def test_context_of_a_past_call_is_what_the_model_received(client: httpx.AsyncClient, llm: ScriptedLLM) -> None:
@@ -161,7 +161,7 @@ async def test_events_page_with_after_and_limit(client: httpx.AsyncClient) -> No
     sid = await new_session(client)
     await client.post(f"/sessions/{sid}/turns", json={"content": "hi"})
     page = (await client.get(f"/sessions/{sid}/events", params={"after": 2, "limit": 2})).json()
-    assert [e["seq"] for e in page["events"]] == [3, 4] and page["next_seq"] == 7
+    assert [e["seq"] for e in page["events"]] == [3, 4] and page["next_seq"] == 8
     typed = (await client.get(f"/sessions/{sid}/events", params={"types": "turn/start,turn/end"})).json()
     assert [e["type"] for e in typed["events"]] == ["turn/start", "turn/end"]
     bad = await client.get(f"/sessions/{sid}/events", params={"after": "x"})
@@ -208,7 +208,7 @@ async def test_a_running_session_forks_at_its_completed_turns(client: httpx.Asyn
     plain = await client.post(f"/sessions/{sid}/forks", json={"label": "z", "context": "inherit"})
     assert anchored.status_code == plain.status_code == 201
     for child in (anchored.json(), plain.json()):
-        assert (await client.get(f"/sessions/{child['id']}")).json()["fork_seq"] == 6
+        assert (await client.get(f"/sessions/{child['id']}")).json()["fork_seq"] == 7
     assert not turn.done()
     waiting = asyncio.create_task(
         client.post(f"/sessions/{sid}/forks?wait=true", json={"label": "w", "context": "inherit"})

@@ -8,7 +8,7 @@ import pytest
 
 from stellate.errors import ArchivedError, ProviderError, UsageError
 from stellate.llm.scripted import Delay, Reply, ScriptedLLM, tool_call
-from stellate.llm.types import LLMRequest, TextDelta
+from stellate.llm.types import LLMRequest, TextDelta, Usage
 from stellate.log import (
     AssistantMessage,
     Message,
@@ -19,6 +19,7 @@ from stellate.log import (
     derive_transcript,
     make_event,
 )
+from stellate.log.usage import call_usage
 from stellate.session import SendDone, Session, SessionRuntime, identity_text
 from stellate.store import BaseStore, SessionId
 from stellate.store.memory import MemoryStore
@@ -53,6 +54,7 @@ async def test_send_is_one_call_recorded_as_a_turn(store: BaseStore) -> None:
         "step/start",
         "assistant/message",
         "step/end",
+        "model/called",
         "turn/end",
     ]
     reply = (await store.read_events(session.id, types=["assistant/message"]))[0]
@@ -353,7 +355,7 @@ async def test_turn_durability_writes_one_batch(tmp_path: Path) -> None:
     session = await Session.create(store, runtime(llm, durability="turn"))
     before = (await store.get_session(session.id)).next_seq
     await session.send("hi")
-    assert (await store.get_session(session.id)).next_seq == before + 6
+    assert (await store.get_session(session.id)).next_seq == before + 7
     check_log(await store.read_events(session.id))
 
 
@@ -397,3 +399,22 @@ async def test_a_turn_gives_back_the_lease_it_took_and_keeps_one_held_around_it(
         assert (await store.get_session(session.id)).lease == held
     assert session.lease is None and (await store.get_session(session.id)).lease is None
     assert (await store.get_session(session.id)).turn_count == 3
+
+
+async def test_each_model_call_is_recorded_after_its_reply_with_its_usage(store: BaseStore) -> None:
+    """``model/called`` follows the step's events; a call not streamed has no time to first token."""
+    llm = ScriptedLLM([Reply(text="a", usage=Usage(input_tokens=9, output_tokens=2)), "b"], estimate_usage=False)
+    session = await Session.create(store, runtime(llm))
+    await session.send("one")
+    async for _ in session.stream("two"):
+        pass
+    events = await store.read_events(session.id)
+    check_log(events)
+    called = [e for e in events if e.type == "model/called"]
+    assert [events[e.seq - 1].type for e in called] == ["step/end", "step/end"]
+    first, second = (call_usage(e) for e in called)
+    assert (first.input_tokens, first.output_tokens, first.ttft_ms) == (9, 2, None)
+    assert (second.turn, second.input_tokens, second.output_tokens) == (2, None, None)
+    assert second.ttft_ms is not None and first.stop_reason == "stop"
+    # Nothing of it reaches the model: the second call saw the first turn's messages only.
+    assert [m.content for m in llm.requests[1].messages] == ["one", "a", "two"]

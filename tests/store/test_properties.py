@@ -1,8 +1,9 @@
-"""Stateful property tests: random append / fork / crash / repair sequences keep every log rule."""
+"""Stateful property tests: random append / pause / decide / fork / crash / repair sequences keep every log rule."""
 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import tempfile
 from collections.abc import Coroutine
 from pathlib import Path
@@ -14,6 +15,7 @@ from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, pr
 
 from stellate.errors import ForkError, FormatError, InvariantError
 from stellate.log import check_log, check_messages_pairing, derive_transcript, make_event, message_to_json
+from stellate.log.usage import usage_totals
 from stellate.store import BaseStore, Boundary, CompletedTurn, ForkRequest, SessionId
 from stellate.store.memory import MemoryStore
 from stellate.store.sqlite import SqliteStore
@@ -30,6 +32,9 @@ ANY_EVENT_TYPES = [
     "tool/result",
     "tool/call",
     "memory/put",
+    "tool/approval_requested",
+    "tool/approval_decided",
+    "model/called",
 ]
 
 
@@ -80,8 +85,13 @@ class LogMachine(RuleBasedStateMachine):
             )
         )
 
-    @rule(data=st.data(), n_calls=st.integers(0, 3), text=st.sampled_from(["", "reply"]))
-    def model_step(self, data: st.DataObject, n_calls: int, text: str) -> None:
+    @rule(
+        data=st.data(),
+        n_calls=st.integers(0, 3),
+        text=st.sampled_from(["", "reply"]),
+        tokens=st.one_of(st.none(), st.integers(0, 9)),
+    )
+    def model_step(self, data: st.DataObject, n_calls: int, text: str, tokens: int | None) -> None:
         sid = data.draw(st.sampled_from(self.sessions))
         c = self.cursor(sid)
         if not c.turn_open or c.step_open:
@@ -92,15 +102,18 @@ class LogMachine(RuleBasedStateMachine):
             calls.append({"id": f"c{self.calls}", "name": "tool", "arguments": "{}"})
         step = {"turn": c.last_turn, "step": c.step + 1}
         message = make_event("assistant/message", {"content": text, "tool_calls": calls})
-        self.run(self.store.append(sid, [make_event("step/start", step), message]))
+        usage = {"provider": "p", "model": "m", "input_tokens": tokens, "output_tokens": tokens, "latency_ms": 1}
+        called = make_event("model/called", {**step, **usage, "ttft_ms": None, "stop_reason": None}, ignorable=True)
+        self.run(self.store.append(sid, [make_event("step/start", step), message, called]))
 
     @rule(data=st.data(), record_call=st.booleans())
     def run_tool(self, data: st.DataObject, record_call: bool) -> None:
         sid = data.draw(st.sampled_from(self.sessions))
         c = self.cursor(sid)
-        if not c.unanswered:
+        ready = [call for call in c.unanswered if call not in c.awaiting]
+        if not ready:
             return
-        call_id = c.unanswered[0]
+        call_id = ready[0]
         if record_call and call_id not in c.started:
             self.run(
                 self.store.append(
@@ -133,15 +146,40 @@ class LogMachine(RuleBasedStateMachine):
         sid = data.draw(st.sampled_from(self.sessions))
         self.run(self.store.append(sid, [make_event("memory/put", {"content": content})]))
 
+    @rule(data=st.data())
+    def pause_for_approval(self, data: st.DataObject) -> None:
+        sid = data.draw(st.sampled_from(self.sessions))
+        c = self.cursor(sid)
+        free = [call for call in c.unanswered if call not in c.started and call not in c.awaiting]
+        if not free:
+            return
+        asked = data.draw(st.lists(st.sampled_from(free), min_size=1, unique=True))
+        base = {"turn": c.last_turn, "step": c.step, "name": "tool", "arguments": "{}"}
+        requests = [{**base, "call_id": call, "deadline": None, "on_timeout": "deny"} for call in asked]
+        self.run(self.store.append(sid, [make_event("tool/approval_requested", r) for r in requests]))
+        assert self.cursor(sid).paused
+
+    @rule(data=st.data(), approve=st.booleans())
+    def decide_approval(self, data: st.DataObject, approve: bool) -> None:
+        sid = data.draw(st.sampled_from(self.sessions))
+        c = self.cursor(sid)
+        if not c.awaiting:
+            return
+        call = data.draw(st.sampled_from(c.awaiting))
+        decision = {"call_id": call, "decision": "approved" if approve else "denied", "by": "p"}
+        self.run(self.store.append(sid, [make_event("tool/approval_decided", decision)]))
+        assert call not in self.cursor(sid).awaiting
+
     # -- crash, repair, fork ---------------------------------------------------------------------
 
     @rule(data=st.data())
     def crash_and_repair(self, data: st.DataObject) -> None:
         sid = data.draw(st.sampled_from(self.sessions))
-        was_open = self.cursor(sid).turn_open
+        before = self.cursor(sid)
         added = self.run(self.store.repair(sid))
-        assert bool(added) == was_open
-        assert not self.cursor(sid).turn_open
+        assert bool(added) == (before.turn_open and not before.paused)  # a paused turn is not dead
+        after = self.cursor(sid)
+        assert after == before if before.paused else not after.turn_open
         assert self.run(self.store.repair(sid)) == []
 
     @precondition(lambda self: len(self.sessions) < 8)
@@ -187,6 +225,17 @@ class LogMachine(RuleBasedStateMachine):
             "name": "tool",
             "arguments": "{}",
             "is_error": False,
+            "deadline": None,
+            "on_timeout": "deny",
+            "decision": "approved",
+            "by": "p",
+            "provider": "p",
+            "model": "m",
+            "input_tokens": None,
+            "output_tokens": 1,
+            "latency_ms": 1,
+            "ttft_ms": None,
+            "stop_reason": "stop",
         }
         before = self.run(self.store.get_session(sid))
         try:
@@ -202,10 +251,23 @@ class LogMachine(RuleBasedStateMachine):
             record = self.run(self.store.get_session(sid))
             events = self.run(self.store.read_events(sid))
             assert [e.seq for e in events] == list(range(record.next_seq))
-            assert check_log(events) == record.cursor
+            # The cursor is the checker's state after the log, plus the lineage fact the log alone cannot hold:
+            # how many of its turns a fork read from its source (the turns of its inherited prefix).
+            assert check_log(events) == dataclasses.replace(record.cursor, inherited_turns=0)
+            assert record.inherited_turns == check_log(events[: record.inherited]).last_turn
             messages = derive_transcript(events).messages
             check_messages_pairing([message_to_json(m) for m in messages])
             assert all(m.content or getattr(m, "tool_calls", ()) for m in messages if m.role == "assistant")
+            calls = usage_totals(events)  # every recorded call is read back; unknown tokens stay unknown
+            assert calls.calls == sum(e.type == "model/called" for e in events)
+
+    @invariant()
+    def a_paused_turn_waits_only_on_unstarted_unanswered_calls_of_its_open_step(self) -> None:
+        for sid in self.sessions:
+            c = self.cursor(sid)
+            if c.paused:
+                assert c.turn_open and c.step_open
+                assert set(c.awaiting) <= set(c.unanswered) - set(c.started)
 
     @invariant()
     def every_child_prefix_equals_its_source(self) -> None:

@@ -115,6 +115,8 @@ def test_the_panel_forks_with_a_profile_and_reflect_lights_up_the_insights(serve
     dialog.get_by_label("Profile variables").fill("topic=the budget")
     dialog.get_by_role("button", name="Create branch").click()
     child = poll(lambda: _child_in_store(server, root.id), what="the fork")
+    poll(lambda: page.evaluate("() => location.hash") == f"#/chat/{child}", what="the child opened (seed 002)")
+    page.get_by_role("button", name="Show on map").click()
     poll(lambda: child in map_ids(page), what="the fork on the map")
     detail = httpx.get(f"{server.url}/v1/sessions/{child}").json()
     assert detail["label"] == "Lit critic" and detail["system_prompt"] == "You critique the budget."

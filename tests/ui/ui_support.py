@@ -90,6 +90,9 @@ async def answer(request: LLMRequest) -> str | Reply:
         return XSS
     if text.startswith("中文"):
         return "好的，我们继续。"
+    if text.startswith("think"):  # nothing streams until the test opens the gate: the page shows it thinks
+        await wait_gate("think")
+        return "Thought it through."
     return f"echo: {text}"
 
 
@@ -126,10 +129,14 @@ class SlowStreamLLM(FunctionLLM):
 class ServerThread:
     """``stellate``'s app on a real uvicorn in a thread of its own."""
 
-    def __init__(self, db: Path, *, keys: KeyRing | None = None) -> None:
+    def __init__(self, db: Path, *, keys: KeyRing | None = None, reflector: Reflector | None = None) -> None:
         self.db = db
         self.keys = keys
-        self.llm = SlowStreamLLM()
+        self.llm: Any = SlowStreamLLM()
+        """The sessions' model (a test may swap it before `start`)."""
+        self.reflector = reflector or Reflector(FunctionLLM(reflect))
+        self.with_reflector = True
+        """False: the agents have no reflector (set before `start`)."""
         self.loop = asyncio.new_event_loop()
         self.started = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
@@ -143,7 +150,7 @@ class ServerThread:
             tools=[add, wait_for_gate],
             builtin_tools=["create_session"],
             profiles=PROFILES,
-            reflector=Reflector(FunctionLLM(reflect)),
+            reflector=self.reflector if self.with_reflector else None,
         )
         self.agents[space] = agent
         return agent

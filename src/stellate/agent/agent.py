@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mappi
 from typing import Any
 
 from stellate.agent._locks import SessionLocks
+from stellate.agent.approvals import AgentApprovals, refuse_paused
 from stellate.agent.branches import AgentBranches
 from stellate.agent.bus import EventBus, Hook
 from stellate.agent.consolidation import Consolidator
@@ -21,14 +22,18 @@ from stellate.agent.erasing import AgentErasure
 from stellate.agent.forking import Forker
 from stellate.agent.image_store import AgentImages
 from stellate.agent.images import ImagePolicy, ImageSource, load_images
+from stellate.agent.prices import Price
 from stellate.agent.reading import AgentReads
 from stellate.agent.reflecting import reflect
 from stellate.agent.reflector import Reflection, Reflector
 from stellate.agent.relay import EventRelay
 from stellate.agent.runtime import BUILTIN_TOOLS, Registries, frozen_config, overlay
+from stellate.agent.searching import AgentSearch
 from stellate.agent.sessions import SessionCache
 from stellate.agent.topology import SessionDigest
 from stellate.agent.turn_notices import turn_error, waiting_notice
+from stellate.agent.usage_report import AgentUsage
+from stellate.engine.approval import Approval, ApprovalPolicy
 from stellate.engine.config import ForkOptions, ForkProfile, SessionConfig
 from stellate.engine.events import (
     AgentEvent,
@@ -59,7 +64,7 @@ __all__ = ["Agent"]
 DEFAULT_STORE = "sqlite:///stellate.db"
 
 
-class Agent(AgentReads, AgentBranches, AgentErasure, AgentImages):
+class Agent(AgentReads, AgentBranches, AgentErasure, AgentApprovals, AgentSearch, AgentUsage, AgentImages):
     """Branching conversations over a store.
 
     Args:
@@ -88,6 +93,9 @@ class Agent(AgentReads, AgentBranches, AgentErasure, AgentImages):
         share_events: Send this agent's events to the agents of other processes on the same store and space, and
             theirs to this agent's subscribers (text chunks of their running turns included). None: on when the
             store carries signals between processes (PostgreSQL).
+        approvals: Tools whose calls wait for a person's approval, by name (Python, MCP and built-in tools
+            alike): an `Approval` each (``True`` for one that always asks, never times out).
+        prices: Price table for `usage_report` (model or ``provider/model`` -> `Price`); none built in.
     """
 
     def __init__(
@@ -112,6 +120,8 @@ class Agent(AgentReads, AgentBranches, AgentErasure, AgentImages):
         lease_ttl: float = DEFAULT_LEASE_TTL,
         mcp_servers: Mapping[str, MCPServerSpec] | MCPServers | None = None,
         share_events: bool | None = None,
+        approvals: Mapping[str, Approval | bool] | None = None,
+        prices: Mapping[str, Price] | None = None,
     ) -> None:
         unknown = set(builtin_tools) - set(BUILTIN_TOOLS)
         if unknown:
@@ -138,6 +148,8 @@ class Agent(AgentReads, AgentBranches, AgentErasure, AgentImages):
             skills=skills or SkillSet.from_skills(()),
             builtins=tuple(builtin_tools),
         )
+        self.approvals = ApprovalPolicy(approvals)
+        """The tools whose calls wait for approval (see `stellate.engine.approval`)."""
         self.mcp = mcp_servers if isinstance(mcp_servers, MCPServers) else MCPServers(mcp_servers)
         """The MCP servers whose tools this agent offers (``agent.mcp.add(name, spec)`` registers one more)."""
         self.split_guard = split_guard
@@ -148,6 +160,7 @@ class Agent(AgentReads, AgentBranches, AgentErasure, AgentImages):
         self.durability: Durability = durability
         self.busy_timeout = busy_timeout
         self.lease_ttl = lease_ttl
+        self.prices = dict(prices or {})
         self.owner = lease_owner(f"agent-{uuid.uuid4().hex[:8]}")
         """Names this agent in the leases it takes (host, process id and a per-agent id)."""
         self.image_policy = ImagePolicy()
@@ -401,8 +414,12 @@ class Agent(AgentReads, AgentBranches, AgentErasure, AgentImages):
                 async with session.hold(
                     wait=wait, until_turn_end=True, on_wait=waiting_notice(queue, session_id, wait)
                 ):
+                    await self.settle_held(session)  # as stored now: a passed deadline resumes a paused turn first
+                    refuse_paused(session)
                     tools = await self._tools_for(session)
-                    runner = TurnRunner(session, tools, agent=self, max_rounds=self.max_rounds)
+                    runner = TurnRunner(
+                        session, tools, agent=self, max_rounds=self.max_rounds, approvals=self.approvals
+                    )
                     async for event in runner.run(content, output=output, images=images):
                         await self.events.publish(event)
                         queue.put_nowait(event)

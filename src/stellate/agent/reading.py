@@ -5,8 +5,10 @@ A base class of `Agent`, so the agent's module keeps to its lifecycle, turns and
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
+from stellate.agent.approvals import with_approvals
 from stellate.agent.topology import SessionDigest, TopologyNode, build_forest, digest_of
 from stellate.engine.events import InsightUpdated, MemoryUpdated
 from stellate.log.messages import Message
@@ -47,11 +49,13 @@ class AgentReads:
         Raises:
             NotFoundError: unknown id.
         """
-        return digest_of(await (await self.store()).get_session(SessionId(session_id)))
+        record = await (await self.store()).get_session(SessionId(session_id))
+        return dataclasses.replace(digest_of(record), awaiting_approval=len(record.cursor.awaiting))
 
     async def list_session_digests(self) -> list[SessionDigest]:
-        """Digests of every session, in creation order (one query)."""
-        return await (await self.store()).list_digests()
+        """Digests of every session, in creation order (one query, and one read per session with an open turn)."""
+        store = await self.store()
+        return await with_approvals(store, await store.list_digests())
 
     async def get_topology(self) -> list[TopologyNode]:
         """The forest: roots in creation order, each with its subtree."""

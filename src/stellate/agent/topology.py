@@ -22,7 +22,15 @@ class TopologyNode:
     source_id: str | None
     """Where the history came from (may differ from the topology parent)."""
     turn_count: int
+    """Turns in the session's log, the inherited ones included."""
     last_activity: int
+    inherited_turns: int = 0
+    """Of ``turn_count``, the turns read from the fork source (the session's own: the difference)."""
+    created_at: int = 0
+    """Epoch ms of its creation (tells apart sessions with the same label)."""
+
+    awaiting_approval: int = 0
+    """Tool calls of the session's paused turn waiting for approval."""
     depth: int = 0
     children: list[TopologyNode] = field(default_factory=list)
 
@@ -38,6 +46,9 @@ def build_forest(records: Iterable[SessionRecord]) -> list[TopologyNode]:
             source_id=r.source_id,
             turn_count=r.turn_count,
             last_activity=r.slots.last_activity,
+            inherited_turns=r.inherited_turns,
+            created_at=r.created_at,
+            awaiting_approval=len(r.cursor.awaiting),
         )
         for r in records
     }

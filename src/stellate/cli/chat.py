@@ -8,7 +8,6 @@ and Ctrl-C during a reply aborts just that turn (the log records it as aborted a
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import sys
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from typing import Any, TypeVar
@@ -17,6 +16,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from rich.text import Text
 
 from stellate.agent import Agent
+from stellate.cli.chat_approvals import ask_approvals
 from stellate.cli.console import Consoles
 from stellate.cli.database import Database
 from stellate.cli.exit_codes import EXIT_INTERRUPTED, error_line, exit_status
@@ -30,11 +30,13 @@ from stellate.cli.lines import (
     history_path,
 )
 from stellate.cli.lookup import resolve_session
-from stellate.cli.providers import build_adapter, describe_provider, public_providers, served_models
+from stellate.cli.providers import build_adapter, describe_provider, public_providers, served_model
 from stellate.cli.render import plural
 from stellate.cli.replies import TurnPrinter
 from stellate.cli.slash import COMMANDS, QUIT, run_command
-from stellate.engine.events import AgentEvent, SessionForked, TurnEvent
+from stellate.cli.usage import add_price_option, turn_line
+from stellate.engine.approval import PendingApproval
+from stellate.engine.events import AgentEvent, SessionForked, TurnEvent, TurnFinished
 from stellate.errors import NotFoundError, StellateError
 from stellate.llm import LLMAdapter, RetryNotice
 from stellate.log.images import ImageRef
@@ -62,15 +64,13 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
     chat_parser.add_argument("--provider", help=f"model provider: {', '.join(public_providers())}")
     chat_parser.add_argument("--model", help="model name (for local: a GGUF file)")
     chat_parser.add_argument("--base-url", dest="base_url", help="API root of an OpenAI-compatible server")
+    add_price_option(chat_parser)
     chat_parser.set_defaults(handler=chat)
 
 
 def chat(inv: Invocation) -> int:
     """Run the chat until /quit or end of input."""
-    settings = inv.provider()
-    offered = served_models(settings)
-    if len(offered) == 1:  # a server at a custom address that serves one model: talk to that one, by its name
-        settings = dataclasses.replace(settings, model=offered[0])
+    settings, offered = served_model(inv.provider())  # a server serving one model: talk to it by its name
     listeners: list[Callable[[RetryNotice], None]] = []  # the chat, once it exists, prints each retry
 
     def on_retry(notice: RetryNotice) -> None:
@@ -172,6 +172,8 @@ class ChatSession:
                 "cyan",
             )
         )
+        if digest.awaiting_approval:
+            ask_approvals(self)
 
     def loop(self) -> int:
         """Read and run lines until /quit or end of input; a failed line is reported and the chat goes on.
@@ -205,11 +207,13 @@ class ChatSession:
     def turn(self, text: str) -> None:
         """Run one turn on the current session, printing it as it streams."""
         self.printer = printer = TurnPrinter(self.consoles.out)
-        interrupted = False
+        interrupted, finished = False, None
         try:
             images, self.pending_images = self.pending_images, []
             for event in self._stream(lambda: self.agent.stream(self.current, text, images=images)):
                 printer(event)
+                if isinstance(event, TurnFinished):
+                    finished = event.result.turn
         except KeyboardInterrupt:
             interrupted = True
         except StellateError as exc:
@@ -222,6 +226,31 @@ class ChatSession:
             self.consoles.err.print("(interrupted: the turn was aborted)")
         else:
             self.turns.succeeded()
+            if finished is not None:
+                self._print_usage(finished)
+            ask_approvals(self)
+
+    def _print_usage(self, turn: int) -> None:
+        """A dim line under the reply: the turn's tokens, time and cost (— where unknown)."""
+        line = self.call(turn_line, self.agent, self.current, turn)
+        if line is not None:
+            self.consoles.out.print(Text(line, "dim"), soft_wrap=not self.consoles.out.is_terminal)
+
+    def decide(
+        self, pending: PendingApproval, *, approve: bool, arguments: str | None = None, reason: str | None = None
+    ) -> None:
+        """Decide one waiting tool call of the current session, printing the resumed turn as it streams."""
+        self.printer = printer = TurnPrinter(self.consoles.out)
+        try:
+            for event in self._stream(
+                lambda: self.agent.stream_decision(
+                    self.current, pending.call_id, approve=approve, arguments=arguments, reason=reason, by="chat"
+                )
+            ):
+                printer(event)
+        finally:
+            printer.finish()
+            self.printer = None
 
     def _stream(self, start: Callable[[], AsyncIterator[TurnEvent]]) -> Iterator[TurnEvent]:
         return iterate_in_portal(self.portal, start)

@@ -9,16 +9,19 @@ stellate sharing the file would stop working, so it waits for ``stellate db migr
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import os
 from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from stellate.errors import StoreError, UsageError
-from stellate.store import BACKENDS, BaseStore, open_store
-from stellate.store.sqlite import SqliteStore, sqlite_path
+from stellate.store import BACKENDS, open_store
+from stellate.store.sqlite_files import sqlite_path
+
+if TYPE_CHECKING:
+    from stellate.store import BaseStore
 
 __all__ = ["Database", "open_database"]
 
@@ -87,6 +90,8 @@ class Database:
 
     def _digest(self) -> str:
         """Names this database's files in the user's dirs (per schema: two deployments keep their own keys)."""
+        import hashlib  # OpenSSL's bindings: only for a database that is not a SQLite file
+
         named = self.location if self.schema is None else f"{self.location}#schema={self.schema}"
         return hashlib.sha256(named.encode()).hexdigest()[:16]
 
@@ -169,6 +174,8 @@ async def _open(database: Database, *, create: bool, migrate: bool) -> BaseStore
             f"no database at {database.describe()}; `stellate demo` or `stellate chat` creates one",
             code="store_not_found",
         )
+    from stellate.store.sqlite import SqliteStore  # the store's machinery: not for a `Database` alone
+
     timeout_ms = int(database.lock_timeout * 1000)
     return await SqliteStore.open(database.url, migrate=migrate or is_new, busy_timeout_ms=timeout_ms)
 

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING
 from stellate.cli.invocation import Invocation
 from stellate.cli.lookup import resolve_session
 from stellate.errors import UsageError
-from stellate.store.erasure import Dependents, ErasePlan
 
 if TYPE_CHECKING:
     from stellate.server.pruning import PrunePolicy
+    from stellate.store.erasure import Dependents, ErasePlan
 
 __all__ = ["add_delete_parser", "add_prune_parser", "add_serve_prune_options", "parse_age", "prune_policy"]
 

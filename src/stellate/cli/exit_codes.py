@@ -119,6 +119,10 @@ EXIT_STATUS: dict[str, int] = {
     "origin_not_allowed": 77,
     # 12: an erase would break sessions forked from it; choose --cascade or --keep.
     "has_dependents": 12,
+    # 6 and 3 again: a turn waits for approvals (decide them), or the call to decide is gone.
+    "approval_pending": 6,
+    "approval_decided": 6,
+    "approval_not_found": 3,
     # Images: a refused image is a mistake in the command (2), an unknown blob is not there (3), a model that
     # cannot see images failed the call (9).
     "not_an_image": 2,

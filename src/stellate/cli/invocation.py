@@ -12,7 +12,7 @@ from stellate.cli.database import Database
 from stellate.cli.locations import config_path, database_location
 
 if TYPE_CHECKING:
-    from stellate.agent import Agent
+    from stellate.agent import Agent, Reflector
     from stellate.cli.console import Consoles
     from stellate.cli.providers import ProviderSettings
     from stellate.cli.settings import ConfigFile
@@ -85,16 +85,20 @@ class Invocation:
         builtin_tools: Collection[str] = (),
         configured: bool = True,
         consolidate_every: int | None = None,
+        reflector: Reflector | None = None,
     ) -> Agent:
-        """An agent on ``store`` with the configured profiles.
+        """An agent on ``store`` with the configured profiles (their models and skills) and ``reflector``.
 
         Without ``llm`` it uses the configured provider if there is one, else a stand-in that refuses model
         calls; memory is then not consolidated on archive (there is no model to do it, as when ``configured``
         is false).
         """
         from stellate.agent import Agent
+        from stellate.cli.approval_settings import approvals_from_env
+        from stellate.cli.profile_parts import profile_adapters, skill_set
         from stellate.cli.providers import adapter_or_placeholder
         from stellate.cli.settings import fork_profiles
+        from stellate.cli.usage import configured_prices
 
         if llm is None:
             llm, configured = adapter_or_placeholder(self.provider())
@@ -102,11 +106,16 @@ class Invocation:
             store,
             llm=llm,
             profiles=fork_profiles(self.config()),
+            adapters=profile_adapters(self.config(), self.provider()),
+            skills=skill_set(self.option("skills"), self.config()),
+            reflector=reflector,
             builtin_tools=builtin_tools,
             consolidate_on_archive=configured,
             busy_timeout=self.database().busy_timeout,
             lease_ttl=self.database().lease_ttl,
             consolidate_every=consolidate_every,
+            approvals=approvals_from_env(self.env),
+            prices=configured_prices(self.config(), getattr(self.args, "price", ())),
         )
 
     @contextlib.asynccontextmanager

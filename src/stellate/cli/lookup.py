@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from stellate.cli.render import plural
 from stellate.errors import NotFoundError, UsageError
-from stellate.store import BaseStore, SessionId, SessionRecord
+from stellate.store import SessionId, SessionRecord
 
-__all__ = ["SessionFilter", "filter_sessions", "matching_sessions", "resolve_session"]
+if TYPE_CHECKING:
+    from stellate.store import BaseStore
+
+__all__ = ["SessionFilter", "filter_sessions", "find_session", "matching_sessions", "resolve_session"]
 
 _SHOWN_CANDIDATES = 5
 
@@ -33,7 +37,23 @@ async def resolve_session(store: BaseStore, reference: str) -> SessionId:
         return (await store.get_session(SessionId(wanted))).id
     except NotFoundError:
         pass
-    found = matching_sessions(await store.list_sessions(), wanted)
+    return find_session(await store.list_sessions(), wanted)
+
+
+def find_session(records: Sequence[SessionRecord], reference: str) -> SessionId:
+    """`resolve_session` over a listing already read: the one session of ``records`` that ``reference`` names.
+
+    Raises:
+        NotFoundError: ``session_not_found`` when nothing matches.
+        UsageError: ``usage_error`` when several sessions match; the message lists them.
+    """
+    wanted = reference.strip()
+    if not wanted:
+        raise UsageError("a session id, id prefix or label is needed")
+    exact = [r for r in records if r.id == wanted]
+    if exact:
+        return exact[0].id
+    found = matching_sessions(records, wanted)
     if len(found) == 1:
         return found[0].id
     if not found:

@@ -7,6 +7,7 @@ an extra that is missing is reported with its ``pip install``.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
@@ -38,6 +39,7 @@ __all__ = [
     "load_script",
     "not_configured",
     "public_providers",
+    "served_model",
     "served_models",
 ]
 
@@ -164,6 +166,18 @@ def served_models(settings: ProviderSettings) -> list[str]:
         return [str(item["id"]) for item in listed if isinstance(item, dict) and item.get("id")]
     except (httpx.HTTPError, ValueError, KeyError, TypeError):
         return []  # not listed: the default name stays, and the banner says it is one
+
+
+def served_model(settings: ProviderSettings) -> tuple[ProviderSettings, list[str]]:
+    """The settings with the model a server at a custom address serves, and what it lists (``chat`` and ``serve``).
+
+    A server that lists exactly one model is talked to by that model's name; with several (or none listed) the
+    settings are left as they are and the caller says which name is a default.
+    """
+    offered = served_models(settings)
+    if len(offered) == 1:
+        settings = dataclasses.replace(settings, model=offered[0])
+    return settings, offered
 
 
 def describe_provider(settings: ProviderSettings, llm: LLMAdapter, *, offered: Sequence[str] = ()) -> str:

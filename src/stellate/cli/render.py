@@ -125,6 +125,8 @@ def _event_summary(event: Event) -> str:
         return f"{data.get('content') or ''} → calls {calls}".strip()
     if event.type == "tool/call":
         return f"{data.get('name')}({data.get('arguments')})"
+    if event.type == "model/called":
+        return _call_summary(data)
     for key in ("content", "label", "summary", "reason"):
         if isinstance(data.get(key), str) and data.get(key):
             turn = f"turn {data['turn']}: " if "turn" in data and key == "reason" else ""
@@ -132,6 +134,17 @@ def _event_summary(event: Event) -> str:
     if "turn" in data:
         return f"turn {data['turn']}"
     return json.dumps(data, ensure_ascii=False) if data else ""
+
+
+def _call_summary(data: dict[str, object]) -> str:
+    def count(key: str) -> str:
+        value = data.get(key)
+        return "—" if value is None else f"{value:,}" if isinstance(value, int) else str(value)
+
+    return (
+        f"turn {data.get('turn')} step {data.get('step')}: {data.get('model')}, {count('input_tokens')} in / "
+        f"{count('output_tokens')} out tokens, {data.get('latency_ms')} ms"
+    )
 
 
 def context_table(messages: Sequence[Message]) -> Table:

@@ -18,6 +18,8 @@ from rich.text import Text
 
 from stellate.cli.render import clip
 from stellate.engine.events import (
+    ApprovalDecided,
+    ApprovalRequested,
     AssistantReply,
     TextChunk,
     ToolCallFinished,
@@ -104,7 +106,11 @@ class TurnPrinter:
         elif isinstance(event, ToolCallFinished):
             style = "red" if event.is_error else "dim"
             self.line(Text(f"    ↳ {clip(event.content, 140)}", style=style))
-        elif isinstance(event, TurnFinished) and event.result.reason != "completed":
+        elif isinstance(event, ApprovalRequested):
+            self.line(Text(f"  ⏸ {event.call.name}({clip(event.call.arguments, 140)}) waits for approval", "magenta"))
+        elif isinstance(event, ApprovalDecided):
+            self.line(Text(f"  ✓ {event.name} {event.decision} by {event.by}", style="magenta"))
+        elif isinstance(event, TurnFinished) and event.result.reason not in ("completed", "awaiting_approval"):
             self.line(Text(f"(turn {event.result.turn} ended: {event.result.reason})", style="yellow"))
         elif isinstance(event, TurnWaiting):
             self.line(Text(waiting_line(event), style="yellow"))

@@ -8,13 +8,15 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from stellate.agent import Agent
+from stellate.agent import Agent, Reflector
 from stellate.cli.database import Database, open_database
 from stellate.cli.devtools import serve_and_open, ui_url
 from stellate.cli.erasing import add_serve_prune_options, prune_policy
 from stellate.cli.invocation import Invocation
 from stellate.cli.listening import bind_listener
-from stellate.cli.providers import adapter_or_placeholder, public_providers
+from stellate.cli.providers import adapter_or_placeholder, describe_provider, public_providers, served_model
+from stellate.cli.reflection import ReflectorSettings, add_reflector_options, build_reflector, reflector_settings
+from stellate.cli.usage import add_price_option
 from stellate.errors import UsageError
 from stellate.server.defaults import (
     DEFAULT_BODY_TIMEOUT,
@@ -56,6 +58,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
     serve_parser.add_argument("--provider", help=f"model provider: {', '.join(public_providers())}")
     serve_parser.add_argument("--model", help="model name (for local: a GGUF file)")
     serve_parser.add_argument("--base-url", dest="base_url", help="API root of an OpenAI-compatible server")
+    serve_parser.add_argument("--skills", metavar="DIR", help="a folder of SKILL.md folders the sessions may use")
+    add_reflector_options(serve_parser)
+    add_price_option(serve_parser)
     _add_safety_options(serve_parser)
     add_serve_prune_options(serve_parser)
     serve_parser.set_defaults(handler=serve)
@@ -170,7 +175,12 @@ async def serve(inv: Invocation) -> int:
             f"`stellate keys create --space NAME`, or bind 127.0.0.1",
             code="keys_required",
         )
-    llm, configured = adapter_or_placeholder(inv.provider())
+    settings, offered = served_model(inv.provider())  # as `chat` does: a server serving one model is asked for it
+    llm, configured = adapter_or_placeholder(settings)
+    wanted = reflector_settings(args, inv.config())
+    reflector = None if wanted is None else build_reflector(wanted, settings, llm, configured=configured)
+    with_skills = bool(inv.option("skills") or inv.config().skills_dir)
+    builtins = (*BUILTIN_TOOLS, "activate_skill") if with_skills else BUILTIN_TOOLS  # skills are served by a tool
     with bind_listener(args.host, args.port) as sock:  # before the store opens: a bad address creates nothing
         port = int(sock.getsockname()[1])
         async with open_database(database, create=True) as store:
@@ -179,9 +189,10 @@ async def serve(inv: Invocation) -> int:
                 return inv.agent(
                     scoped,
                     llm=llm,
-                    builtin_tools=BUILTIN_TOOLS,
+                    builtin_tools=builtins,
                     configured=configured,
                     consolidate_every=args.consolidate_every,
+                    reflector=reflector,
                 )
 
             app = create_app(
@@ -189,6 +200,7 @@ async def serve(inv: Invocation) -> int:
                 spaces=lambda space: agent_of(store.in_space(space)),
                 keys=keyring if with_keys else None,
                 store_name=describe_store(database),
+                reflect_every=wanted.every if wanted is not None else None,
                 **_app_options(args),
             )
             config = uvicorn_config(app, **_server_options(args))
@@ -197,6 +209,10 @@ async def serve(inv: Invocation) -> int:
             )
             url = ui_url(args.host, port)
             inv.consoles.out.print(f"devtools UI (the star map): {url}", soft_wrap=True)
+            if configured:  # markup=False: "[reflector]" and model names are text, not styles
+                model_line = f"model: {describe_provider(settings, llm, offered=offered)}"
+                inv.consoles.out.print(model_line, soft_wrap=True, markup=False)
+            inv.consoles.out.print(_reflector_line(wanted, reflector), soft_wrap=True, markup=False)
             await serve_and_open(BoundServer(config, sock), url if args.open else None)
     return 0
 
@@ -223,6 +239,14 @@ def _server_options(args: argparse.Namespace) -> dict[str, Any]:
         "timeout_graceful_shutdown": max(int(args.grace), 1),
         "log_level": "warning",
     }
+
+
+def _reflector_line(wanted: ReflectorSettings | None, reflector: Reflector | None) -> str:
+    if wanted is None or reflector is None:
+        return "reflector: off (--reflector or a [reflector] table in the config file turns it on)"
+    every = f"every {wanted.every:g} s" if wanted.every else "on request"
+    prompt = "own prompt" if wanted.instructions else "built-in prompt"
+    return f"reflector: {reflector.llm.provider} · {reflector.llm.model}, {prompt}, {every}"
 
 
 def _startup_line(host: str, port: int, database: Database, keyring: KeyRing, with_keys: bool, model: bool) -> str:

@@ -1,4 +1,7 @@
-"""``stellate sessions``: list and look at the forest, copy sessions in and out, fork, rename and archive."""
+"""``stellate sessions``: list and look at the forest, copy sessions in and out, fork, rename and archive.
+
+``sessions usage`` (what each model call cost) lives in `stellate.cli.usage`.
+"""
 
 from __future__ import annotations
 
@@ -13,20 +16,23 @@ from stellate.cli import replay
 from stellate.cli.console import progress_bar
 from stellate.cli.erasing import add_delete_parser
 from stellate.cli.invocation import Invocation
-from stellate.cli.lookup import SessionFilter, filter_sessions, resolve_session
+from stellate.cli.lookup import SessionFilter, filter_sessions, find_session, resolve_session
 from stellate.cli.parsing import positive_int
 from stellate.cli.render import clip, event_line, forest_tree, session_table
+from stellate.cli.search import add_search_parser
+from stellate.cli.usage import add_usage_parser
 from stellate.log.fork import check_explicit_boundary
-from stellate.store import BaseStore, SessionId, SessionRecord, export_session, import_session
-from stellate.store.memory import MemoryStore
+from stellate.store import SessionId, SessionRecord
 
 if TYPE_CHECKING:
     from stellate.engine.events import AgentEvent
+    from stellate.store import BaseStore
 
 __all__ = ["add_parser"]
 
-# The engine (and the agent) are imported by the actions that run one: ``sessions list`` reads the store alone
-# and starts without them (issue 22).
+# The engine (and the agent) are imported by the actions that run one, the store's machinery (asyncio, leases)
+# by the actions that open it: ``sessions list`` on a SQLite file reads it with a plain read-only query and
+# starts without either (issue 22).
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
@@ -58,6 +64,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
     rename_parser.set_defaults(handler=rename)
     replay.add_parsers(actions, common)
     add_delete_parser(actions, common)
+    add_search_parser(actions, common)
+
+    add_usage_parser(actions, common)
 
 
 def _add_list_parser(
@@ -112,16 +121,24 @@ async def tree(inv: Invocation) -> int:
     return 0
 
 
-async def list_(inv: Invocation) -> int:
+def list_(inv: Invocation) -> int:
     """Print the sessions the filters select, most recently active first."""
     database, out, args = inv.database(), inv.consoles.out, inv.args
     if not database.exists():
         out.print(f"no sessions yet: {database.describe()} does not exist")
         return 0
-    async with inv.open_store() as store:
-        under = await resolve_session(store, args.under) if args.under else None
-        wanted = SessionFilter(search=args.search, status=args.status, under=under, roots=args.roots)
-        chosen = filter_sessions(await store.list_sessions(), wanted)
+    records = None
+    if database.path is not None and database.schema is None:
+        from stellate.store.sqlite_files import read_listing
+
+        records = read_listing(database.path, timeout=database.lock_timeout)
+    if records is None:  # not a SQLite file it can read as is: the store opens it (and says what to do)
+        import asyncio
+
+        records = asyncio.run(_read_listing(inv))
+    under = find_session(records, args.under) if args.under else None
+    wanted = SessionFilter(search=args.search, status=args.status, under=under, roots=args.roots)
+    chosen = filter_sessions(records, wanted)
     if not chosen:
         out.print("no session matches")
         return 0
@@ -130,6 +147,11 @@ async def list_(inv: Invocation) -> int:
     if len(shown) < len(chosen):
         out.print(Text(f"{len(chosen) - len(shown)} more (raise --limit)", "dim"))
     return 0
+
+
+async def _read_listing(inv: Invocation) -> list[SessionRecord]:
+    async with inv.open_store() as store:
+        return await store.list_sessions()
 
 
 async def rename(inv: Invocation) -> int:
@@ -181,6 +203,8 @@ def _record_grid(record: SessionRecord, memory: str | None, insight: str | None)
 
 async def export(inv: Invocation) -> int:
     """Write a session's log to a JSONL file."""
+    from stellate.store import export_session
+
     path = Path(inv.args.path)
     async with inv.open() as (store, _):
         session_id = await resolve_session(store, inv.args.id)
@@ -192,6 +216,8 @@ async def export(inv: Invocation) -> int:
 
 async def import_(inv: Invocation) -> int:
     """Create a session from a JSONL export; the file is checked in full before anything is written."""
+    from stellate.store import import_session
+
     path, new_id = Path(inv.args.path), inv.args.new_id
     if not inv.database().exists():
         await _dry_run(path)  # so a bad file does not leave a new, empty database behind
@@ -205,6 +231,9 @@ async def import_(inv: Invocation) -> int:
 
 
 async def _dry_run(path: Path) -> None:
+    from stellate.store import import_session
+    from stellate.store.memory import MemoryStore
+
     async with await MemoryStore.open() as scratch:
         await import_session(scratch, path)
 

@@ -9,10 +9,25 @@ Config file (``--config``, else ``$STELLATE_CONFIG``, else ``~/.config/stellate/
     context_tokens = 64000
     schema = "team_a"              # PostgreSQL only: the schema of this deployment's tables
 
+    skills_dir = "skills"          # SKILL.md folders the sessions may activate (``--skills`` wins)
+
+    [prices."deepseek-chat"]       # per million tokens, for the cost of each call (none built in)
+    input = 0.27
+    output = 1.10
+
     [profiles.expert]              # fork profiles for /fork --profile and the model's create_session
     system_prompt = "You are an expert in ${topic}."   # ${name} is filled from --var name=value
     mode = "preset"                # preset | prepend | append
     context = "none"               # none | inherit | compress
+    skills = ["search", "summarize"]   # the skills its forks may use ([] = none; absent = inherit)
+    model = "qwen2.5-7b"           # its forks call this model of the same provider
+    tools = ["create_session"]     # the tools its forks may call (registered names)
+
+    [reflector]                    # ``stellate serve``: reflection over every branch (see cli/reflection.py)
+    model = "deepseek-reasoner"    # default: the served model
+    prompt_file = "reflect.txt"    # or prompt = "..."; default: the built-in prompt
+    every = 600                    # seconds between scheduled reflections; absent: only on request
+    language = "en"                # of the built-in prompt: en | zh
 """
 
 from __future__ import annotations
@@ -23,7 +38,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, PositiveInt, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, PositiveFloat, PositiveInt, ValidationError
 
 from stellate.cli.locations import DEFAULT_CONFIG, DEFAULT_DB, config_path, database_location
 from stellate.errors import UsageError
@@ -37,12 +52,15 @@ __all__ = [
     "DEFAULT_DB",
     "DEFAULT_PROFILES",
     "ConfigFile",
+    "PriceEntry",
     "ProfileEntry",
     "ProviderFlags",
+    "ReflectorEntry",
     "config_path",
     "database_location",
     "fork_profiles",
     "load_config",
+    "profile_models",
     "resolve_provider",
     "schema_name",
 ]
@@ -59,6 +77,38 @@ class ProfileEntry(BaseModel):
     context: Literal["none", "inherit", "compress"] | None = None
     prompt: str | None = None
     description: str = ""
+    skills: list[str] | None = None
+    """The skills forks of this profile may use (``[]``: none; absent: inherited)."""
+    model: str | None = None
+    """A model of the configured provider that forks of this profile call (absent: inherited)."""
+    tools: list[str] | None = None
+    """Names of the tools forks of this profile may call (absent: inherited)."""
+
+
+class ReflectorEntry(BaseModel):
+    """The ``[reflector]`` table: ``stellate serve`` reflects over every branch (its presence turns it on)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    model: str | None = None
+    """A model of the configured provider (default: the served model)."""
+    prompt: str | None = None
+    """Replaces the built-in prompt."""
+    prompt_file: str | None = None
+    """A file holding the prompt (relative to the working directory)."""
+    every: PositiveFloat | None = None
+    """Seconds between scheduled reflections; absent: only when asked (the map's Reflect, ``POST /v1/reflect``)."""
+    language: Literal["en", "zh"] = "en"
+    """Language of the built-in prompt."""
+
+
+class PriceEntry(BaseModel):
+    """A model's price in the config file, per million tokens (in any one currency)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    input: float = Field(ge=0, allow_inf_nan=False)
+    output: float = Field(ge=0, allow_inf_nan=False)
 
 
 class ConfigFile(BaseModel):
@@ -74,6 +124,12 @@ class ConfigFile(BaseModel):
     pg_schema: str | None = Field(default=None, alias="schema")
     """``schema`` in the file: the PostgreSQL schema of the tables (``--schema`` and ``$STELLATE_SCHEMA`` win)."""
     profiles: dict[str, ProfileEntry] = {}
+    skills_dir: str | None = None
+    """A folder of ``SKILL.md`` folders for the sessions of ``stellate serve`` (``--skills`` wins)."""
+    reflector: ReflectorEntry | None = None
+
+    prices: dict[str, PriceEntry] = {}
+    """Model (or ``provider/model``) -> price per million tokens; none built in."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -189,4 +245,12 @@ def _fork_profile(entry: ProfileEntry) -> ForkProfile:
         context=entry.context,
         prompt=entry.prompt,
         description=entry.description,
+        skills=entry.skills,
+        llm=entry.model,  # registered under its own name by the command (`profile_models`)
+        tools=entry.tools,
     )
+
+
+def profile_models(file: ConfigFile) -> list[str]:
+    """The models the config file's profiles name, each to be registered as an adapter under its own name."""
+    return sorted({entry.model for entry in file.profiles.values() if entry.model})

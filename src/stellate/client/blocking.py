@@ -8,13 +8,15 @@ from typing import Any, TypeVar
 
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
-from stellate.agent import Reflection, SessionDigest, TopologyNode
+from stellate.agent import Reflection, SearchPage, SessionDigest, TopologyNode
 from stellate.agent.branching import Branched
 from stellate.agent.comparison import Comparison
+from stellate.agent.context_window import ContextWindow
 from stellate.agent.images import ImageSource
 from stellate.agent.replay import Replay
+from stellate.agent.usage_report import UsageReport
 from stellate.client.remote import Client
-from stellate.engine import ForkOptions
+from stellate.engine import ForkOptions, PendingApproval
 from stellate.engine.events import TurnEvent, TurnResult
 from stellate.log.images import ImageRef
 from stellate.log.messages import Message
@@ -152,6 +154,38 @@ class SyncClient:
     def list_tombstones(self) -> list[Tombstone]:
         """See `Agent.list_tombstones`."""
         return self._call(self.client.list_tombstones)
+
+    def capabilities(self) -> dict[str, Any]:
+        """See `Client.capabilities`."""
+        return self._call(self.client.capabilities)
+
+    def pending_approvals(self, session_id: str | None = None) -> list[PendingApproval]:
+        """See `Agent.pending_approvals`."""
+        return self._call(lambda: self.client.pending_approvals(session_id))
+
+    def approve(
+        self, session_id: str, call_id: str, *, arguments: str | None = None, by: str = "user"
+    ) -> TurnResult | None:
+        """See `Agent.approve`."""
+        return self._call(lambda: self.client.approve(session_id, call_id, arguments=arguments, by=by))
+
+    def deny(self, session_id: str, call_id: str, *, reason: str | None = None, by: str = "user") -> TurnResult | None:
+        """See `Agent.deny`."""
+        return self._call(lambda: self.client.deny(session_id, call_id, reason=reason, by=by))
+
+    def search(self, query: str, *, include_archived: bool = False, limit: int = 20, offset: int = 0) -> SearchPage:
+        """See `Agent.search`."""
+        return self._call(
+            lambda: self.client.search(query, include_archived=include_archived, limit=limit, offset=offset)
+        )
+
+    def usage_report(self, session_id: str) -> UsageReport:
+        """See `Client.usage_report`."""
+        return self._call(lambda: self.client.usage_report(session_id))
+
+    def context_window(self, session_id: str, reply_seq: int | None = None) -> ContextWindow:
+        """See `Client.context_window`."""
+        return self._call(lambda: self.client.context_window(session_id, reply_seq))
 
     def put_image(self, source: ImageSource) -> ImageRef:
         """See `Client.put_image`."""

@@ -45,6 +45,9 @@ _BY_CODE: dict[str, type[StellateError]] = {
     "store_error": StoreError,
     "store_unavailable": StoreError,
     "has_dependents": HasDependentsError,
+    "approval_pending": ConflictError,
+    "approval_decided": ConflictError,
+    "approval_not_found": NotFoundError,
     "blob_not_found": NotFoundError,
     "images_unsupported": LLMError,
 }

@@ -17,11 +17,14 @@ except ImportError as exc:  # pragma: no cover - the extra is installed wherever
     raise ImportError('the client needs httpx; install it with `pip install "stellate[server]"`') from exc
 from pydantic import TypeAdapter
 
-from stellate.agent import Reflection, SessionDigest, TopologyNode
+from stellate.agent import Reflection, SearchPage, SessionDigest, TopologyNode
+from stellate.agent.context_window import ContextWindow
 from stellate.agent.images import ImagePolicy, ImageSource, load_image
+from stellate.agent.usage_report import UsageReport
 from stellate.client.branches import ClientBranches
 from stellate.client.errors import error_from_problem
-from stellate.engine import ForkOptions, SessionConfig
+from stellate.client.usage import context_window_from_json, usage_report_from_json
+from stellate.engine import ForkOptions, PendingApproval, SessionConfig
 from stellate.engine.events import AgentEvent, TurnEvent, TurnResult
 from stellate.errors import UsageError
 from stellate.log.images import ImageRef, images_from_json
@@ -33,6 +36,7 @@ __all__ = ["Client"]
 _DIGEST = TypeAdapter(SessionDigest)
 _NODES = TypeAdapter(list[TopologyNode])
 _RESULT = TypeAdapter(TurnResult)
+_SEARCH_PAGE = TypeAdapter(SearchPage)
 _TURN_EVENT: TypeAdapter[TurnEvent] = TypeAdapter(TurnEvent)
 _AGENT_EVENT: TypeAdapter[AgentEvent] = TypeAdapter(AgentEvent)
 _TOMBSTONES = TypeAdapter(list[Tombstone])
@@ -258,6 +262,19 @@ class Client(ClientBranches):
         found = await self._call("POST", "/reflect", json={"synthesis_session_id": synthesis_session_id})
         return Reflection(synthesis=found["synthesis"], insights=found["insights"], dropped=tuple(found["dropped"]))
 
+    # -- usage -----------------------------------------------------------------------------------
+
+    async def usage_report(self, session_id: str) -> UsageReport:
+        """See `Agent.usage_report` (costs by the server's price table)."""
+        return usage_report_from_json(await self._call("GET", f"/sessions/{session_id}/usage"))
+
+    async def context_window(self, session_id: str, reply_seq: int | None = None) -> ContextWindow:
+        """See `Agent.context_window`."""
+        params = {"reply_seq": reply_seq} if reply_seq is not None else None
+        return context_window_from_json(
+            await self._call("GET", f"/sessions/{session_id}/context-window", params=params)
+        )
+
     # -- erasure ---------------------------------------------------------------------------------
 
     async def plan_erase(
@@ -291,8 +308,74 @@ class Client(ClientBranches):
         """See `Agent.list_tombstones`."""
         return _TOMBSTONES.validate_python(await self._call("GET", "/tombstones"))
 
+    async def capabilities(self) -> dict[str, Any]:
+        """What the space offers (``GET /v1/capabilities``).
 
-_DIGEST_FIELDS = ("id", "label", "status", "parent_id", "memory", "insight", "turn_count", "last_activity")
+        Tools, skills, profiles, the served model (``default_model``: provider, model, base URL) and the
+        reflector (``reflection``: its model, prompt and schedule; None when there is none).
+        """
+        found: dict[str, Any] = await self._call("GET", "/capabilities")
+        return found
+
+    # -- search ----------------------------------------------------------------------------------
+
+    async def search(
+        self, query: str, *, include_archived: bool = False, limit: int = 20, offset: int = 0
+    ) -> SearchPage:
+        """See `Agent.search`."""
+        params = {"q": query, "archived": include_archived, "limit": limit, "offset": offset}
+        return _SEARCH_PAGE.validate_python(await self._call("GET", "/search", params=params))
+
+    # -- approvals -------------------------------------------------------------------------------
+
+    async def pending_approvals(self, session_id: str | None = None) -> list[PendingApproval]:
+        """See `Agent.pending_approvals`."""
+        path = f"/sessions/{session_id}/approvals" if session_id is not None else "/approvals"
+        return [PendingApproval(**item) for item in (await self._call("GET", path))["items"]]
+
+    async def approve(
+        self, session_id: str, call_id: str, *, arguments: str | None = None, by: str = "user"
+    ) -> TurnResult | None:
+        """See `Agent.approve`."""
+        return await self._decide(session_id, call_id, {"decision": "approve", "arguments": arguments, "by": by})
+
+    async def deny(
+        self, session_id: str, call_id: str, *, reason: str | None = None, by: str = "user"
+    ) -> TurnResult | None:
+        """See `Agent.deny`."""
+        return await self._decide(session_id, call_id, {"decision": "deny", "reason": reason, "by": by})
+
+    async def stream_decision(
+        self,
+        session_id: str,
+        call_id: str,
+        *,
+        approve: bool,
+        arguments: str | None = None,
+        reason: str | None = None,
+        by: str = "user",
+    ) -> AsyncIterator[TurnEvent]:
+        """See `Agent.stream_decision`."""
+        body = {"decision": "approve" if approve else "deny", "arguments": arguments, "reason": reason, "by": by}
+        request = self._http.build_request(
+            "POST",
+            f"/sessions/{session_id}/approvals/{call_id}",
+            json=_compact(body),
+            headers={"Accept": "text/event-stream"},
+        )
+        async for name, data in self._events(request):
+            if name == "problem":
+                raise error_from_problem(int(data.get("status", 500)), data)
+            yield _TURN_EVENT.validate_python(data)
+
+    async def _decide(self, session_id: str, call_id: str, body: dict[str, Any]) -> TurnResult | None:
+        found = await self._call("POST", f"/sessions/{session_id}/approvals/{call_id}", json=_compact(body))
+        return _RESULT.validate_python(found["result"]) if found["result"] is not None else None
+
+
+_DIGEST_FIELDS = (
+    "id", "label", "status", "parent_id", "memory", "insight", "turn_count", "last_activity", "awaiting_approval",
+)  # fmt: skip
 
 
 def _names(config: SessionConfig) -> dict[str, Any]:

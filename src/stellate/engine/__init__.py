@@ -1,5 +1,6 @@
 """The engine: tool loop, tools, skills, fork orchestration."""
 
+from stellate.engine.approval import Approval, ApprovalPolicy, PendingApproval, needs_approval
 from stellate.engine.builtins import ActivateSkillTool, CreateSessionTool
 from stellate.engine.config import ForkOptions, ForkProfile, SessionConfig, SystemPromptMode
 from stellate.engine.events import AgentEvent, TurnEvent, TurnResult
@@ -11,6 +12,10 @@ from stellate.engine.skills import Skill, SkillSet, load_skills
 from stellate.engine.tools import Tool, ToolContext, ToolRegistry, ToolResult, tool
 
 __all__ = [
+    "Approval",
+    "ApprovalPolicy",
+    "PendingApproval",
+    "needs_approval",
     "DEFAULT_MAX_ROUNDS",
     "ActivateSkillTool",
     "AgentEvent",

@@ -15,6 +15,8 @@ from stellate.log.messages import ToolCall
 
 __all__ = [
     "AgentEvent",
+    "ApprovalDecided",
+    "ApprovalRequested",
     "AssistantReply",
     "ConsolidationDone",
     "ErrorRaised",
@@ -32,10 +34,15 @@ __all__ = [
     "ToolCallFinished",
     "TurnEvent",
     "TurnFinished",
+    "TurnOutcome",
     "TurnResult",
     "TurnWaiting",
     "SessionErased",
 ]
+
+
+TurnOutcome: TypeAlias = TurnEndReason | Literal["awaiting_approval"]
+"""How a turn stopped: a `TurnEndReason`, or ``awaiting_approval`` when it paused for a person's approval."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -46,7 +53,7 @@ class TurnResult:
     turn: int
     content: str
     """The final assistant text (the last round's)."""
-    reason: TurnEndReason
+    reason: TurnOutcome
     rounds: int
     """Model calls made."""
     tool_calls: int
@@ -237,6 +244,36 @@ class SessionErased:
     type: Literal["session_erased"] = "session_erased"
 
 
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalRequested:
+    """A tool call waits for a person's approval; the turn pauses (it resumes once every such call is decided)."""
+
+    session_id: str
+    turn: int
+    call: ToolCall
+    deadline: int | None = None
+    """Epoch ms after which ``on_timeout`` decides, or None for no deadline."""
+    on_timeout: Literal["approve", "deny"] = "deny"
+    type: Literal["approval_requested"] = "approval_requested"
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class ApprovalDecided:
+    """A waiting tool call was approved (its arguments as given, or edited) or denied."""
+
+    session_id: str
+    call_id: str
+    name: str
+    decision: Literal["approved", "denied"]
+    by: str
+    """Who decided (the approver's name, or ``deadline`` when the deadline passed)."""
+    arguments: str | None = None
+    """The edited arguments (JSON text), when the approver changed them."""
+    reason: str | None = None
+    """Why it was denied, as the model reads it."""
+    type: Literal["approval_decided"] = "approval_decided"
+
+
 TurnEvent: TypeAlias = (
     TurnWaiting
     | MessageReceived
@@ -248,6 +285,8 @@ TurnEvent: TypeAlias = (
     | RoundEnd
     | OutputReady
     | TurnFinished
+    | ApprovalRequested
+    | ApprovalDecided
 )
 AgentEvent: TypeAlias = (
     TurnEvent

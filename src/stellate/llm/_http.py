@@ -69,6 +69,11 @@ class HTTPChannel:
         self._transport = transport
         self._owns_client = client is None
 
+    @property
+    def base_url(self) -> str:
+        """The API root requests go to (without a trailing slash)."""
+        return self._base_url
+
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
             self._client = httpx.AsyncClient(transport=self._transport, timeout=self._timeout)

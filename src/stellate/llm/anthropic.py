@@ -361,6 +361,11 @@ class AnthropicAdapter(ClosingAdapter):
         """Close the HTTP client if this adapter created it."""
         await self._channel.aclose()
 
+    @property
+    def base_url(self) -> str:
+        """The API root this adapter calls (shown by the server's capabilities and the devtools UI)."""
+        return self._channel.base_url
+
     def build_body(self, request: LLMRequest, *, stream: bool) -> dict[str, Any]:
         """The JSON body sent for ``request`` (its content blocks are shared with later calls: do not modify them)."""
         system, messages = to_wire_messages(request.messages, self._wire_cache)

@@ -100,6 +100,11 @@ class OpenAIAdapter(ClosingAdapter):
         """Close the HTTP client if this adapter created it."""
         await self._channel.aclose()
 
+    @property
+    def base_url(self) -> str:
+        """The API root this adapter calls (shown by the server's capabilities and the devtools UI)."""
+        return self._channel.base_url
+
     def supports_native_output(self) -> bool:
         """Whether structured output is sent as ``response_format`` (see ``native_output``)."""
         return self._native_output

@@ -51,7 +51,8 @@ class Reply:
     stop_reason: StopReason | None = None
     """Reported stop reason; ``tool_calls`` when there are calls, else ``stop``."""
     usage: Usage | None = None
-    """Reported usage; a ``chars / 4`` estimate of the request and the reply when omitted."""
+    """Reported usage; when omitted, a ``chars / 4`` estimate of the request and the reply, or none at all (unknown,
+    as from a provider that sends no usage) for a model made with ``estimate_usage=False``."""
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -102,11 +103,20 @@ def response_events(response: LLMResponse) -> list[StreamEvent]:
 class _RecordingLLM(AdapterIdentity, abc.ABC):
     """What both deterministic models share: identity, request recording, usage estimates and streaming."""
 
-    def __init__(self, *, provider: str, model: str, max_context_tokens: int, native_output: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        provider: str,
+        model: str,
+        max_context_tokens: int,
+        native_output: bool = False,
+        estimate_usage: bool = True,
+    ) -> None:
         super().__init__(provider=provider, model=model, max_context_tokens=max_context_tokens)
         self.requests: list[LLMRequest] = []
         """Every request received, in order (streamed ones included)."""
         self._native_output = native_output
+        self._estimate = estimate_usage
 
     def supports_native_output(self) -> bool:
         """Whether this fake claims a native JSON-schema mode (``native_output=True``); it never enforces it."""
@@ -146,7 +156,7 @@ class _RecordingLLM(AdapterIdentity, abc.ABC):
         calls = tuple(reply.tool_calls)
         return LLMResponse(
             message=AssistantMessage(content=reply.text, tool_calls=calls),
-            usage=reply.usage or self._estimate_usage(request, reply),
+            usage=reply.usage or (self._estimate_usage(request, reply) if self._estimate else None),
             stop_reason=reply.stop_reason or ("tool_calls" if calls else "stop"),
             provider=self._provider,
             model=self._model,
@@ -177,6 +187,8 @@ class ScriptedLLM(_RecordingLLM):
         provider: Provider name recorded on replies.
         native_output: Claim a native structured-output mode: structured turns then expect JSON text replies
             instead of a ``final_result`` tool call.
+        estimate_usage: Report a ``chars / 4`` estimate for a reply scripted without usage; with False such a reply
+            reports no usage, as a provider that sends none (its tokens are then recorded as unknown).
     """
 
     def __init__(
@@ -188,9 +200,14 @@ class ScriptedLLM(_RecordingLLM):
         max_context_tokens: int = 8192,
         provider: str = "scripted",
         native_output: bool = False,
+        estimate_usage: bool = True,
     ) -> None:
         super().__init__(
-            provider=provider, model=model, max_context_tokens=max_context_tokens, native_output=native_output
+            provider=provider,
+            model=model,
+            max_context_tokens=max_context_tokens,
+            native_output=native_output,
+            estimate_usage=estimate_usage,
         )
         self._script: collections.deque[ScriptStep] = collections.deque(script)
         self._default = default
@@ -229,6 +246,7 @@ class FunctionLLM(_RecordingLLM):
         model: Model name recorded on replies.
         max_context_tokens: Context window this fake model claims.
         provider: Provider name recorded on replies.
+        estimate_usage: As for `ScriptedLLM`: False makes a reply without usage report none.
     """
 
     def __init__(
@@ -238,8 +256,11 @@ class FunctionLLM(_RecordingLLM):
         model: str = "function-model",
         max_context_tokens: int = 8192,
         provider: str = "function",
+        estimate_usage: bool = True,
     ) -> None:
-        super().__init__(provider=provider, model=model, max_context_tokens=max_context_tokens)
+        super().__init__(
+            provider=provider, model=model, max_context_tokens=max_context_tokens, estimate_usage=estimate_usage
+        )
         self._function = function
 
     async def _answer(self, request: LLMRequest) -> LLMResponse:

@@ -238,6 +238,22 @@ EVENT_TYPES: Final[Mapping[str, _Schema]] = {
         "ttft_ms": (_nullable(int, "integer"), True),
         "stop_reason": (_nullable(str, "string"), True),
     },
+    "tool/approval_requested": {
+        "turn": _INT,
+        "step": _INT,
+        "call_id": _STR,
+        "name": _STR,
+        "arguments": _STR,
+        "deadline": (_nullable(int, "integer"), True),
+        "on_timeout": (_one_of("approve", "deny"), True),
+    },
+    "tool/approval_decided": {
+        "call_id": _STR,
+        "decision": (_one_of("approved", "denied"), True),
+        "by": _STR,
+        "arguments": (_nullable(str, "string"), False),
+        "reason": (_nullable(str, "string"), False),
+    },
 }
 
 #: Events that put something in front of the model.

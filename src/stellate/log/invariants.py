@@ -8,7 +8,7 @@ is small enough for a store to keep beside the session, so checking an append ne
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from stellate.errors import InvariantError
@@ -42,6 +42,19 @@ class Cursor:
     last_end_seq: int = -1
     """Seq of the newest ``turn/end`` (-1 before the first): lets a store fork at the latest completed turn
     without a query."""
+    inherited_turns: int = field(default=0, compare=False)
+    """Turns read from a fork source by reference (a fork's own turns are ``last_turn - inherited_turns``).
+
+    Lineage the store records at the fork, not state the checker folds from the log: cursors that differ only
+    here are equal (a session folded from its whole log does not know where its own part begins)."""
+
+    awaiting: tuple[str, ...] = ()
+    """Call ids of the open step waiting for a person's approval (``tool/approval_requested``, not yet decided)."""
+
+    @property
+    def paused(self) -> bool:
+        """Whether the open turn is paused: tool calls wait for approval and no writer runs it (not a dead turn)."""
+        return bool(self.awaiting)
 
     @property
     def unanswered(self) -> tuple[str, ...]:
@@ -61,6 +74,8 @@ class Cursor:
             "started": list(self.started),
             "answered": list(self.answered),
             "last_end_seq": self.last_end_seq,
+            "inherited_turns": self.inherited_turns,
+            "awaiting": list(self.awaiting),
         }
 
     @classmethod
@@ -77,6 +92,8 @@ class Cursor:
             started=tuple(data["started"]),
             answered=tuple(data["answered"]),
             last_end_seq=data.get("last_end_seq", -1),
+            inherited_turns=data.get("inherited_turns", 0),  # stored before it was kept: counted as own
+            awaiting=tuple(data.get("awaiting", ())),
         )
 
 
@@ -174,6 +191,7 @@ def _assistant_message(cursor: Cursor, event: Event) -> Cursor:
 def _tool_call(cursor: Cursor, event: Event) -> Cursor:
     call_id = event.data["call_id"]
     _require_requested(cursor, event, call_id)
+    _require_not_awaiting(cursor, event, call_id)
     if call_id in cursor.started:
         raise _refuse(event, f"tool call {call_id} was already started")
     return replace(cursor, next_seq=event.seq + 1, started=(*cursor.started, call_id))
@@ -182,6 +200,7 @@ def _tool_call(cursor: Cursor, event: Event) -> Cursor:
 def _tool_result(cursor: Cursor, event: Event) -> Cursor:
     call_id = event.data["call_id"]
     _require_requested(cursor, event, call_id)
+    _require_not_awaiting(cursor, event, call_id)
     return replace(cursor, next_seq=event.seq + 1, answered=(*cursor.answered, call_id))
 
 
@@ -192,6 +211,29 @@ def _require_requested(cursor: Cursor, event: Event, call_id: str) -> None:
         raise _refuse(event, f"no tool call {call_id!r} was requested in this step")
     if call_id in cursor.answered:
         raise _refuse(event, f"tool call {call_id} already has its result")
+
+
+def _require_not_awaiting(cursor: Cursor, event: Event, call_id: str) -> None:
+    if call_id in cursor.awaiting:
+        raise _refuse(event, f"tool call {call_id} waits for approval; record the decision first")
+
+
+def _approval_requested(cursor: Cursor, event: Event) -> Cursor:
+    call_id = event.data["call_id"]
+    _require_requested(cursor, event, call_id)
+    _require_not_awaiting(cursor, event, call_id)
+    if call_id in cursor.started:
+        raise _refuse(event, f"tool call {call_id} already started")
+    if (event.data["turn"], event.data["step"]) != (cursor.last_turn, cursor.step):
+        raise _refuse(event, "an approval request belongs to the open step")
+    return replace(cursor, next_seq=event.seq + 1, awaiting=(*cursor.awaiting, call_id))
+
+
+def _approval_decided(cursor: Cursor, event: Event) -> Cursor:
+    call_id = event.data["call_id"]
+    if call_id not in cursor.awaiting:
+        raise _refuse(event, f"tool call {call_id} does not wait for approval")
+    return replace(cursor, next_seq=event.seq + 1, awaiting=tuple(c for c in cursor.awaiting if c != call_id))
 
 
 def _user_message(cursor: Cursor, event: Event) -> Cursor:
@@ -223,6 +265,15 @@ def _output(cursor: Cursor, event: Event) -> Cursor:
         raise _refuse(event, "structured output belongs to the open turn")
     if cursor.step_open:
         raise _refuse(event, "structured output is recorded after the step that produced it")
+    return replace(cursor, next_seq=event.seq + 1)
+
+
+def _model_called(cursor: Cursor, event: Event) -> Cursor:
+    # Written with the step's events, so it names a step of the open turn that has started (open or closed).
+    if not cursor.turn_open or event.data["turn"] != cursor.last_turn:
+        raise _refuse(event, "a model call is recorded inside its turn")
+    if not 1 <= event.data["step"] <= cursor.step:
+        raise _refuse(event, f"a model call is recorded after its step/start (steps so far: {cursor.step})")
     return replace(cursor, next_seq=event.seq + 1)
 
 
@@ -260,4 +311,7 @@ _RULES = {
     "context/imported": _context_imported,
     "compaction/summary": _compaction,
     "output/validated": _output,
+    "tool/approval_requested": _approval_requested,
+    "tool/approval_decided": _approval_decided,
+    "model/called": _model_called,
 }

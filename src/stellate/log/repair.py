@@ -3,7 +3,8 @@
 Repair never truncates. It appends, in order: a synthetic error result for every unanswered tool call
 of the open step (``not started`` when no ``tool/call`` was recorded, ``outcome unknown`` when one was),
 ``step/end`` if a step is open, and ``turn/end {reason: interrupted}``. On a closed log it appends
-nothing, so running it twice is the same as running it once.
+nothing, so running it twice is the same as running it once. A paused turn (tool calls waiting for a
+person's approval, `Cursor.paused`) is not dead: nobody holds its lease on purpose, and repair leaves it be.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ OUTCOME_UNKNOWN_TEXT = (
 def repair_events(
     cursor: Cursor, *, call_names: dict[str, str], time: int, reason: TurnEndReason = "interrupted"
 ) -> list[NewEvent]:
-    """The events that close the log described by ``cursor``; empty when no turn is open.
+    """The events that close the log described by ``cursor``; empty when no turn is open or the turn is paused.
 
     Args:
         cursor: The cursor after the log's last event.
@@ -33,7 +34,7 @@ def repair_events(
         time: Timestamp for the synthetic events; use the last real event's time so repair is deterministic.
         reason: Reason recorded on ``turn/end``: ``interrupted`` after a crash, ``aborted`` for a cancelled turn.
     """
-    if not cursor.turn_open:
+    if not cursor.turn_open or cursor.paused:
         return []
     closers: list[NewEvent] = []
     if cursor.step_open:

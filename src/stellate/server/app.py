@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import replace
@@ -13,11 +14,26 @@ from fastapi_offline import FastAPIOffline
 from stellate import __version__
 from stellate.agent import Agent
 from stellate.agent.images import DEFAULT_MAX_IMAGE_BYTES, SERVER_IMAGE_POLICY
+from stellate.server.approval_sweep import DEFAULT_SWEEP_SECONDS, sweep_approvals
 from stellate.server.keys import KeyRing
 from stellate.server.limits import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY, BodyLimit, upload_body_limit
 from stellate.server.problems import install_problem_handlers
 from stellate.server.pruning import PrunePolicy, prune_forever
-from stellate.server.routes import blobs, branches, erasure, events, forks, log, meta, sessions, turns
+from stellate.server.reflection_schedule import reflection_schedule
+from stellate.server.routes import (
+    approvals,
+    blobs,
+    branches,
+    erasure,
+    events,
+    forks,
+    log,
+    meta,
+    search,
+    sessions,
+    turns,
+    usage,
+)
 from stellate.server.security import BrowserGuard, HostPolicy
 from stellate.server.spaces import AgentFactory, Spaces
 from stellate.server.state import ServerState
@@ -57,6 +73,8 @@ def create_app(
     store_name: str = "",
     prune: PrunePolicy | None = None,
     max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES,
+    reflect_every: float | None = None,
+    approval_sweep: float = DEFAULT_SWEEP_SECONDS,
 ) -> FastAPI:
     """The API over ``agent``.
 
@@ -76,6 +94,9 @@ def create_app(
         store_name: What ``/v1/info`` says about the store (never a password).
         prune: Erase archived sessions past an age, now and then, in every space (see docs/store.md).
         max_image_bytes: Largest image a turn or ``POST /v1/blobs`` takes (413 ``image_too_large`` past it).
+        reflect_every: Seconds between scheduled reflections of each space whose agent has a reflector (once
+            per interval across the workers sharing the store); None reflects only on request.
+        approval_sweep: Seconds between two looks at passed approval deadlines (see `stellate.server.approval_sweep`).
     """
     state = ServerState(
         spaces=Spaces(agent, spaces),
@@ -85,6 +106,7 @@ def create_app(
         shutdown_grace=shutdown_grace,
         prune=prune,
         image_policy=replace(SERVER_IMAGE_POLICY, max_bytes=max_image_bytes),
+        reflect_every=reflect_every,
     )
     # The API docs page serves Swagger UI from the package, not from a CDN: it works offline.
     app = FastAPIOffline(
@@ -96,8 +118,9 @@ def create_app(
         redoc_url=None,
     )
     app.state.stellate = state
+    app.state.approval_sweep = approval_sweep
     install_problem_handlers(app)
-    for module in (sessions, turns, forks, log, meta, events, branches, erasure, blobs):
+    for module in (sessions, turns, forks, log, meta, events, branches, erasure, approvals, search, usage, blobs):
         app.include_router(module.router, prefix="/v1")
     install_ui(app)
     document_stream_caps(app)
@@ -115,12 +138,17 @@ def create_app(
 
 @contextlib.asynccontextmanager
 async def _lifespan(app: FastAPI) -> AsyncIterator[None]:
-    """At shutdown: running turns get their grace period, then every space's agent is closed."""
+    """Prune, reflect and sweep approval deadlines while serving; at shutdown, turns get their grace."""
     state: ServerState = app.state.stellate
-    async with anyio.create_task_group() as background:
-        if state.prune is not None:
-            background.start_soon(prune_forever, state.spaces, state.keys, state.prune)
-        yield
-        background.cancel_scope.cancel()
+    sweep = asyncio.get_running_loop().create_task(sweep_approvals(state.spaces, app.state.approval_sweep))
+    try:
+        async with reflection_schedule(state.spaces, state.reflect_every), anyio.create_task_group() as background:
+            if state.prune is not None:
+                background.start_soon(prune_forever, state.spaces, state.keys, state.prune)
+            yield
+            background.cancel_scope.cancel()
+    finally:
+        sweep.cancel()
+        await asyncio.gather(sweep, return_exceptions=True)
     await state.turns.shutdown(state.shutdown_grace)
     await state.spaces.close()

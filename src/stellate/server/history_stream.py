@@ -18,11 +18,10 @@ import contextlib
 from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass
 
-from sse_starlette import ServerSentEvent
-
 from stellate.agent import Agent
 from stellate.engine.events import TextChunk
 from stellate.errors import StoreError, UsageError
+from stellate.server.event_stream import ServerSentEvent
 from stellate.server.sse import POLL_SECONDS, StoreWait, json_text
 from stellate.server.turns import event_data
 from stellate.store.history import HISTORY_CHANNEL, EventHistory, HistoryPage, parse_history_payload

@@ -13,6 +13,10 @@ from stellate.server.image_models import ImageIn
 
 __all__ = [
     "MAX_SEQ",
+    "ApprovalList",
+    "DecisionBody",
+    "DecisionOut",
+    "PendingApprovalOut",
     "CallContext",
     "Capabilities",
     "ContentBody",
@@ -174,6 +178,8 @@ class SessionDetail(BaseModel):
     """A turn is open in the log (running, or interrupted and not yet repaired)."""
     running: bool
     """This server is running a turn of the session now."""
+    awaiting_approval: int = 0
+    """Tool calls of the open turn waiting for approval: the turn is paused (see ``GET .../approvals``)."""
     system_prompt: str | None
     memory: str | None
     insight: str | None
@@ -182,6 +188,8 @@ class SessionDetail(BaseModel):
     """The configuration as stored: prompt, skills, the names of model, tools and profile (with its vars), and
     for a fork ``sources``: the layer each setting came from (``defaults``, ``parent``, ``profile``, ``options``,
     or a combination such as ``profile+options``)."""
+    inherited_turns: int = 0
+    """Of ``turn_count``, the turns read from the fork source; the session's own are the rest."""
 
 
 class EventOut(BaseModel):
@@ -305,6 +313,18 @@ class ReflectionOut(BaseModel):
     """Session ids the reflector named that do not exist."""
 
 
+class ReflectorOut(BaseModel):
+    """The reflector of the space: its model, its prompt and its schedule."""
+
+    provider: str
+    model: str
+    base_url: str | None
+    """The API root of its model, when it is called over HTTP."""
+    prompt: Literal["built-in", "custom"]
+    every_seconds: float | None
+    """Seconds between scheduled reflections; None: only on request."""
+
+
 class Capabilities(BaseModel):
     """What sessions of this space may use, and the schedule of background work."""
 
@@ -321,6 +341,8 @@ class Capabilities(BaseModel):
     """``min_turns`` and ``cooldown_turns`` when forks are guarded."""
     reflector: bool
     max_rounds: int
+    reflection: ReflectorOut | None = None
+    """The reflector (None: none is configured, and ``POST /v1/reflect`` answers ``usage_error``)."""
 
 
 class Health(BaseModel):
@@ -370,3 +392,71 @@ class PruneBody(_Body):
     older_than: float = Field(ge=0, le=1e11, strict=True, description="seconds since the last activity")
     dry_run: StrictBool = False
     """Name what would go, erase nothing."""
+
+
+class PendingApprovalOut(BaseModel):
+    """A tool call of a paused turn waiting for approval."""
+
+    session_id: str
+    turn: int
+    step: int
+    call_id: str
+    name: str
+    arguments: str
+    """The arguments the model gave (JSON text)."""
+    deadline: int | None
+    """Epoch ms after which ``on_timeout`` decides, or null for no deadline."""
+    on_timeout: Literal["approve", "deny"]
+
+
+class ApprovalList(BaseModel):
+    """Tool calls waiting for approval."""
+
+    items: list[PendingApprovalOut]
+
+
+class DecisionBody(_Body):
+    """A decision on one waiting tool call."""
+
+    decision: Literal["approve", "deny"]
+    arguments: str | None = Field(None, max_length=200_000)
+    """Edited arguments (one JSON object as text), with ``approve`` only; default: the model's."""
+    reason: str | None = Field(None, max_length=10_000)
+    """Why, with ``deny``: the model reads it in the call's result."""
+    by: str = Field("user", min_length=1, max_length=200)
+    """Who decides (recorded in the log)."""
+
+
+class DecisionOut(BaseModel):
+    """What a decision did: the resumed turn's result, or null while other calls of the turn still wait."""
+
+    call_id: str
+    decision: Literal["approve", "deny"]
+    result: TurnResult | None
+
+
+class SearchHitOut(BaseModel):
+    """One message that matched a search. ``label`` and ``snippet`` are untrusted text: show them as text."""
+
+    session_id: str
+    """The session that holds the message in its own log (forks inheriting it are not listed)."""
+    label: str
+    archived: bool
+    seq: int
+    """The message's seq in that session: open the conversation there."""
+    turn: int
+    role: Literal["user", "assistant"]
+    time: int
+    """Epoch milliseconds."""
+    snippet: str
+    """Part of the message around the first match; whitespace collapsed, ``…`` where cut."""
+    highlights: list[tuple[int, int]]
+    """``[start, end)`` character offsets in ``snippet`` where the terms occur."""
+
+
+class SearchPageOut(BaseModel):
+    """One page of search hits, best first."""
+
+    hits: list[SearchHitOut]
+    next_offset: int | None
+    """Pass as ``offset`` for the next page; None on the last page."""

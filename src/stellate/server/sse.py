@@ -13,17 +13,14 @@ import json
 from collections.abc import AsyncIterator
 from typing import Any
 
-from sse_starlette import ServerSentEvent
-
 from stellate.agent import Agent
 from stellate.errors import StoreError, is_unavailable
+from stellate.server.event_stream import PING_SECONDS, ServerSentEvent
 from stellate.store import SessionId, SessionRecord
 from stellate.store.signals import LOG_CHANNEL, Subscription, parse_log_payload
 
 __all__ = ["PING_SECONDS", "POLL_SECONDS", "StoreWait", "json_text", "tail_session"]
 
-PING_SECONDS = 15
-"""Keep-alive comments, so proxies do not close an idle stream."""
 POLL_SECONDS = 5.0
 """How often a tail rereads the log without a wake-up (a signal lost on the way)."""
 _BATCH = 500

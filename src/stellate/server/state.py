@@ -32,6 +32,9 @@ class ServerState:
     image_policy: ImagePolicy = SERVER_IMAGE_POLICY
     """What turns and uploads accept as images: bytes only, up to its ``max_bytes``."""
 
+    reflect_every: float | None = None
+    """Seconds between scheduled reflections (`stellate.server.reflection_schedule`); None: on request only."""
+
 
 def server_state(request: Request) -> ServerState:
     """The app's state."""

@@ -58,8 +58,12 @@ class LiveTurn:
         self, agent: Agent, content: str, busy_timeout: float | None, images: Sequence[ImageRef] = ()
     ) -> None:
         """Drive the turn to its end, recording every event."""
+        await self.drive(agent.stream(self.session_id, content, busy_timeout=busy_timeout, images=images))
+
+    async def drive(self, events: AsyncIterator[TurnEvent]) -> None:
+        """Drive any stream of a turn's events (a new turn, or one resumed by an approval) to its end."""
         try:
-            async for event in agent.stream(self.session_id, content, busy_timeout=busy_timeout, images=images):
+            async for event in events:
                 await self._record(event)
         except asyncio.CancelledError:
             self.error = asyncio.CancelledError()
@@ -107,6 +111,12 @@ class LiveTurn:
             StellateError: what the turn raised.
             ConflictError: ``turn_cancelled`` when the turn was cancelled.
         """
+        result = await self.settled()
+        assert result is not None
+        return result
+
+    async def settled(self) -> TurnResult | None:
+        """Like `outcome`, for a stream that may end without a turn (a decision while other calls still wait)."""
         assert self.task is not None
         with contextlib.suppress(asyncio.CancelledError):
             await asyncio.shield(self.task)
@@ -114,7 +124,6 @@ class LiveTurn:
             raise ConflictError("the turn was cancelled", code="turn_cancelled", session_id=self.session_id)
         if self.error is not None:
             raise self.error
-        assert self.result is not None
         return self.result
 
 
@@ -165,6 +174,25 @@ class TurnManager:
             running = self.current(space, session_id)
         live = LiveTurn(session_id)
         live.task = asyncio.get_running_loop().create_task(live.run(agent, content, None if wait else 0.0, images))
+        self._turns[(space, session_id)] = live
+        live.task.add_done_callback(lambda _: self._forget(space, session_id, live))
+        return live
+
+    def start_events(self, space: str, session_id: str, events: AsyncIterator[TurnEvent]) -> LiveTurn:
+        """Drive ``events`` (a decision and the turn it resumes) in a task, watched like a turn.
+
+        Raises:
+            ConflictError: ``session_busy`` when the session already runs a turn here.
+        """
+        if self.current(space, session_id) is not None:
+            raise ConflictError(
+                f"session {session_id} is running a turn; retry when it ends",
+                code="session_busy",
+                session_id=session_id,
+                holder="this server",
+            )
+        live = LiveTurn(session_id)
+        live.task = asyncio.get_running_loop().create_task(live.drive(events))
         self._turns[(space, session_id)] = live
         live.task.add_done_callback(lambda _: self._forget(space, session_id, live))
         return live

@@ -13,7 +13,7 @@ import contextlib
 from collections.abc import Callable, Iterable, Sequence
 
 from stellate.errors import StoreError, UsageError
-from stellate.log.events import Event
+from stellate.log.events import Event, JsonObject
 from stellate.log.invariants import Cursor, advance
 from stellate.log.messages import Message, ToolCall
 from stellate.log.segments import SEGMENT_EVENTS, FoldSegment, decode_segment, encode_segment
@@ -36,6 +36,8 @@ _WATCHED = frozenset(
         "error/reported",
         "compaction/summary",
         "turn/end",
+        "tool/approval_requested",
+        "tool/approval_decided",
     }
 )
 
@@ -59,6 +61,8 @@ class History:
         self.cursor = Cursor()
         self.pending_calls: tuple[ToolCall, ...] = ()
         """Tool calls requested by the open step's model reply."""
+        self.approvals: dict[str, dict[str, JsonObject]] = {}
+        """The open step's approval requests by call id: ``{"request": data, "decision": data}`` (once decided)."""
         self.last_fork_turn: int | None = None
         """Turn number at the newest fork made from this session (for the split guard's cooldown)."""
         self.consolidated_turn = 0
@@ -176,8 +180,13 @@ class History:
         kind, data, own = event.type, event.data, event.seq >= self.inherited
         if kind == "assistant/message" and cursor.step_open:
             self.pending_calls = tuple(ToolCall(**c) for c in data["tool_calls"])
+            self.approvals = {}
         elif kind == "step/end":
-            self.pending_calls = ()
+            self.pending_calls, self.approvals = (), {}
+        elif kind == "tool/approval_requested":
+            self.approvals = {**self.approvals, data["call_id"]: {"request": data}}
+        elif kind == "tool/approval_decided":
+            self.approvals = {**self.approvals, data["call_id"]: {**self.approvals[data["call_id"]], "decision": data}}
         elif kind == "session/forked" and own:
             self.last_fork_turn = data["turn"]
         elif kind == "memory/put" and own and "turn" in data:

@@ -10,17 +10,27 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from collections.abc import AsyncIterator, Sequence
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from stellate.errors import FormatError, LLMError, StellateError, UsageError
 from stellate.llm.images import accepts_images, images_unsupported
-from stellate.llm.types import LLMRequest, LLMResponse, OutputSchema, ResponseDone, TextDelta, ToolSpec
+from stellate.llm.types import (
+    LLMRequest,
+    LLMResponse,
+    OutputSchema,
+    ResponseDone,
+    TextDelta,
+    ToolCallDelta,
+    ToolSpec,
+)
 from stellate.log.events import NewEvent, TurnEndReason, find_unstorable, make_event, now_ms, storable_text
 from stellate.log.images import ImageRef, images_to_json
 from stellate.log.messages import ToolCall, UserMessage
 from stellate.log.repair import repair_events
+from stellate.log.usage import CallUsage
 from stellate.session.context import build_context, build_prefix, plan_compaction
 from stellate.session.types import SendDone, SendResult, SessionStreamEvent
 
@@ -54,8 +64,16 @@ class Turn:
         self._partial: list[str] = []
         self._ended = False
         self._lease = contextlib.AsyncExitStack()
+        self._resuming = False
         self.number = 0
         """Turn number, set when the turn opens."""
+
+    @classmethod
+    def resumed(cls, session: Session) -> Turn:
+        """The session's paused turn, to go on with once its approvals are decided (no new ``turn/start``)."""
+        turn = cls(session, "(resumed)")
+        turn._resuming = True
+        return turn
 
     @property
     def session(self) -> Session:
@@ -67,12 +85,16 @@ class Turn:
     async def __aenter__(self) -> Turn:
         session = self._session
         session.writer.check_writable()
-        self._check_fits()
-        await session.images.store(session.store, self._images)
+        if not self._resuming:
+            self._check_fits()
+            await session.images.store(session.store, self._images)
         # The session's only writer from here on; a lease taken for this turn alone goes back with its last write.
         await self._lease.enter_async_context(session.hold(until_turn_end=True))
         try:
             session.writer.check_writable()
+            if self._resuming:
+                self._take_over()
+                return self
             if session.history.cursor.turn_open:
                 raise UsageError(f"session {session.id} already has turn {session.history.cursor.last_turn} open")
             self.number = session.history.cursor.last_turn + 1
@@ -86,6 +108,12 @@ class Turn:
             await self._lease.aclose()
             raise
         return self
+
+    def _take_over(self) -> None:
+        cursor = self._session.history.cursor
+        if not cursor.turn_open or not cursor.step_open:
+            raise UsageError(f"session {self._session.id} has no paused turn to resume")
+        self.number = cursor.last_turn
 
     async def __aexit__(
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
@@ -171,8 +199,9 @@ class Turn:
         ``output`` asks a native adapter to answer in that JSON schema (see `stellate.session.output`).
         """
         request = await self._open_step(tools, output)
+        started = time.monotonic()
         response = await self._session.runtime.llm.complete(request)
-        return await self._finish_step(response)
+        return await self._finish_step(response, _CallTiming(started, first=None))
 
     async def stream_step(
         self, tools: Sequence[ToolSpec] = (), *, output: OutputSchema | None = None
@@ -180,11 +209,15 @@ class Turn:
         """Like `step`, yielding the model's stream events, then `SendDone` with the recorded result."""
         request = await self._open_step(tools, output)
         response: LLMResponse | None = None
+        timing = _CallTiming(time.monotonic(), first=None)
         try:
             async for event in self._session.runtime.llm.stream(request):
                 if isinstance(event, ResponseDone):
                     response = event.response
+                    timing.done = time.monotonic()
                     continue
+                if isinstance(event, TextDelta | ToolCallDelta) and timing.first is None:
+                    timing.first = time.monotonic()
                 if isinstance(event, TextDelta):
                     self._partial.append(event.text)
                 yield event
@@ -194,7 +227,7 @@ class Turn:
             # The stream broke after its final response (a connection dropped past [DONE]): the reply is whole.
         if response is None:
             raise StellateError("the model's stream ended without a final response", code="llm_error")
-        yield SendDone(result=await self._finish_step(response))
+        yield SendDone(result=await self._finish_step(response, timing))
 
     async def _open_step(self, tools: Sequence[ToolSpec], output: OutputSchema | None = None) -> LLMRequest:
         session, history = self._session, self._session.history
@@ -219,8 +252,9 @@ class Turn:
             output=output,
         )
 
-    async def _finish_step(self, response: LLMResponse) -> SendResult:
+    async def _finish_step(self, response: LLMResponse, timing: _CallTiming) -> SendResult:
         session, history = self._session, self._session.history
+        step = history.cursor.step
         message = response.message
         reply = _assistant_event(message.content, message.tool_calls, response)
         problem = find_unstorable(reply.data)
@@ -234,7 +268,8 @@ class Turn:
         if self._insight_sent is not None:  # naming what it consumed: an insight put meanwhile stays pending
             events.append(make_event("insight/consumed", {"content": self._insight_sent}))
         if not message.tool_calls:
-            events.append(make_event("step/end", {"turn": self.number, "step": history.cursor.step}))
+            events.append(make_event("step/end", {"turn": self.number, "step": step}))
+        events.append(self._called_event(response, step, timing))
         session.writer.stage(events)
         if response.usage is not None and response.usage.input_tokens:
             session.estimator.learn(self._sent, response.usage.input_tokens)
@@ -246,8 +281,25 @@ class Turn:
             usage=response.usage,
             stop_reason=response.stop_reason,
             turn=self.number,
-            step=history.cursor.step,
+            step=step,
         )
+
+    def _called_event(self, response: LLMResponse, step: int, timing: _CallTiming) -> NewEvent:
+        """What the call cost (tokens unknown when the provider reported none), recorded with the step's events."""
+        llm, usage = self._session.runtime.llm, response.usage
+        call = CallUsage(
+            turn=self.number,
+            step=step,
+            provider=response.provider or llm.provider,
+            model=response.model or llm.model,
+            input_tokens=None if usage is None else usage.input_tokens,
+            output_tokens=None if usage is None else usage.output_tokens,
+            latency_ms=timing.latency_ms(),
+            ttft_ms=timing.ttft_ms(),
+            stop_reason=response.stop_reason or None,
+        )
+        # Ignorable: a reader that predates it skips it; the transcript never shows it to the model.
+        return make_event("model/called", call.to_data(), ignorable=True)
 
     # -- tools -----------------------------------------------------------------------------------
 
@@ -301,6 +353,22 @@ class Turn:
             await self._session.writer.flush()
         return recorded
 
+    # -- approval --------------------------------------------------------------------------------
+
+    async def pause(self, requests: Sequence[dict[str, Any]]) -> None:
+        """Record approval requests for calls of the open step and park the turn: it stays open, the lease goes.
+
+        The turn is over for this writer (like `end`), but the log keeps it open and paused (`Cursor.paused`):
+        whoever decides the last approval resumes it with `resumed`, on any process.
+        """
+        self._ended = True
+        self._session.writer.stage([make_event("tool/approval_requested", data) for data in requests])
+        await self._session.writer.flush(closing_turn=True)
+
+    def record_decision(self, data: dict[str, Any]) -> None:
+        """Stage a ``tool/approval_decided`` event (written with the turn's next batch)."""
+        self._session.writer.stage([make_event("tool/approval_decided", data)])
+
     # -- structured output -----------------------------------------------------------------------
 
     def add_message(self, content: str) -> None:
@@ -338,6 +406,24 @@ class Turn:
         summary, _ = storable_text(summary)
         session.writer.stage([make_event("compaction/summary", {"through_seq": plan.through_seq, "summary": summary})])
         session.estimator.calibrate(0)
+
+
+class _CallTiming:
+    """When a model call started, sent its first text or tool-call piece, and finished (monotonic seconds)."""
+
+    __slots__ = ("done", "first", "started")
+
+    def __init__(self, started: float, *, first: float | None) -> None:
+        self.started = started
+        self.first = first
+        self.done: float | None = None
+
+    def latency_ms(self) -> int:
+        end = self.done if self.done is not None else time.monotonic()
+        return round((end - self.started) * 1000)
+
+    def ttft_ms(self) -> int | None:
+        return None if self.first is None else round((self.first - self.started) * 1000)
 
 
 def _assistant_event(

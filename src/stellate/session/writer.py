@@ -172,7 +172,8 @@ class SessionWriter:
         Args:
             record: The session's record as of the lease's grant.
         """
-        if record.cursor.turn_open:  # nobody else holds the lease, so whoever opened this turn is gone
+        # Nobody else holds the lease, so whoever opened this turn is gone (unless it paused it for approvals).
+        if record.cursor.turn_open and not record.cursor.paused:
             await self.store.repair(self._id, lease=self.lease.current)
             record = await self.store.get_session(self._id)
         async with self._flush_lock:  # never beside `write_free` folding in the same events

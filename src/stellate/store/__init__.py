@@ -7,11 +7,9 @@ needed only when you use it.
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING, Any
 
 from stellate.errors import UsageError
-from stellate.store.base import BaseStore, new_session_id
-from stellate.store.jsonl import export_session, import_session
-from stellate.store.protocol import Store
 from stellate.store.types import (
     Anchor,
     Boundary,
@@ -21,6 +19,21 @@ from stellate.store.types import (
     SessionId,
     SessionRecord,
 )
+
+if TYPE_CHECKING:
+    from stellate.store.base import BaseStore, new_session_id
+    from stellate.store.jsonl import export_session, import_session
+    from stellate.store.protocol import Store
+
+# The store's machinery (asyncio, leases, signals) is imported on first use (PEP 562): a command that only reads
+# the listing (``stellate sessions list``) starts without it (issue 22).
+_LAZY = {
+    "BaseStore": "stellate.store.base",
+    "new_session_id": "stellate.store.base",
+    "export_session": "stellate.store.jsonl",
+    "import_session": "stellate.store.jsonl",
+    "Store": "stellate.store.protocol",
+}
 
 __all__ = [
     "Anchor",
@@ -45,6 +58,15 @@ BACKENDS: dict[str, str] = {
     "postgresql": "stellate.store.postgres:PostgresStore",
     "postgres": "stellate.store.postgres:PostgresStore",
 }
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
 
 
 async def open_store(url: str) -> BaseStore:

@@ -224,6 +224,7 @@ _set_insight = _slot["insight"].__set__
 _set_turn_count = _slot["turn_count"].__set__
 _set_last_activity = _slot["last_activity"].__set__
 _set_turn_open = _slot["turn_open"].__set__
+_set_awaiting_approval = _slot["awaiting_approval"].__set__
 
 
 def digest_from_row(row: Sequence[Any]) -> SessionDigest:
@@ -239,4 +240,5 @@ def digest_from_row(row: Sequence[Any]) -> SessionDigest:
     _set_turn_count(digest, turn_count)
     _set_last_activity(digest, last_activity)
     _set_turn_open(digest, turn_open == 1)
+    _set_awaiting_approval(digest, 0)  # counted by the agent for the few sessions with an open turn
     return digest

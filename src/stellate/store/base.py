@@ -198,10 +198,12 @@ class BaseStore(LeaseStore, ErasureStore):
         if boundary is None:
             return replace(record, source_id=source.id)
         last_end = await self._last(source, ("turn/end",), boundary)
+        turns = last_end.data["turn"] if last_end else 0
         cursor = Cursor(
             next_seq=boundary + 1,
-            last_turn=last_end.data["turn"] if last_end else 0,
+            last_turn=turns,
             last_end_seq=last_end.seq if last_end else -1,
+            inherited_turns=turns,
         )
         return replace(record, source_id=source.id, fork_seq=boundary, inherited=boundary + 1, cursor=cursor)
 
@@ -393,7 +395,7 @@ class BaseStore(LeaseStore, ErasureStore):
             SessionBusyError: a live writer holds the session, or ``lease`` was taken over.
         """
         record = await self.get_session(session_id)
-        if not record.cursor.turn_open:
+        if not record.cursor.turn_open or record.cursor.paused:  # a paused turn waits for approvals: not dead
             return []
         if lease is not None:
             return await self._repair_held(session_id, lease)
@@ -406,7 +408,7 @@ class BaseStore(LeaseStore, ErasureStore):
     async def _repair_held(self, session_id: SessionId, lease: Lease) -> list[Event]:
         while True:
             record = await self.get_session(session_id)
-            if not record.cursor.turn_open:
+            if not record.cursor.turn_open or record.cursor.paused:
                 return []
             replies = await self.read_events(session_id, types=("assistant/message",), reverse=True, limit=1)
             reply = replies[0] if replies else None

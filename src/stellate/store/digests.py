@@ -24,6 +24,11 @@ class SessionDigest:
     """Epoch milliseconds of the newest event."""
     turn_open: bool = False
     """Whether a turn is in progress (or was left open by a writer that died; the next turn repairs it)."""
+    awaiting_approval: int = 0
+    """Tool calls of the open turn waiting for a person's approval (the turn is paused, not running).
+
+    Counted by the agent (`stellate.agent.approvals.with_approvals`): a store's listing leaves it 0, as its
+    columns hold no cursor."""
 
 
 def digest_of(record: SessionRecord) -> SessionDigest:

@@ -22,6 +22,7 @@ from stellate.store.history import (
     prune_due,
     signal_locally,
 )
+from stellate.store.search import SearchPage, SearchQuery, scan_messages
 from stellate.store.segments import StoredSegment
 from stellate.store.types import Claim, Lease, SessionId, SessionRecord
 
@@ -295,6 +296,11 @@ class MemoryStore(BaseStore):
             for sha256 in doomed:
                 del self._blobs[self.space, sha256]
         return doomed
+
+    async def search_messages(self, query: SearchQuery) -> SearchPage:
+        """Search this space's message text by reading every message (see `stellate.store.search`)."""
+        records = await self.list_sessions()
+        return scan_messages(((r, self._events[r.id]) for r in records), query)
 
     async def close(self) -> None:
         """Nothing to release."""

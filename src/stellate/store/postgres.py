@@ -75,7 +75,9 @@ from stellate.store.pg_errors import translate_error as _translate
 from stellate.store.pg_history import append_history, read_history
 from stellate.store.pg_presence import GONE_SQL, Presence, presence_key
 from stellate.store.pg_schema import MIGRATIONS
+from stellate.store.pg_search import search_messages_sql, search_page
 from stellate.store.pg_signals import PostgresSignals
+from stellate.store.search import SearchPage, SearchQuery
 from stellate.store.segments import StoredSegment
 from stellate.store.signals import LOG_CHANNEL
 from stellate.store.types import Claim, Lease, SessionId, SessionRecord
@@ -466,6 +468,13 @@ class PostgresStore(BaseStore, PostgresBlobs):
     async def list_tombstones(self) -> list[Tombstone]:
         """The space's tombstones, oldest erase first."""
         return [tombstone_from_row(r) for r in await self._select(select_tombstones_sql("%s"), (self.space,))]
+
+    async def search_messages(self, query: SearchQuery) -> SearchPage:
+        """Search this space's message text (see `stellate.store.search`, `stellate.store.pg_search`)."""
+        sql, params = search_messages_sql(query, self.space)
+        async with self._connection("search failed") as conn:
+            rows = await (await conn.execute(sql, params)).fetchall()
+        return search_page(rows, query)
 
     async def _select(self, query: str, params: Sequence[Any]) -> list[TupleRow]:
         async with self._connection("read failed") as conn:

@@ -58,10 +58,13 @@ from stellate.store.history import (
     prune_due,
     signal_locally,
 )
+from stellate.store.search import SearchPage, SearchQuery
 from stellate.store.segments import StoredSegment
 from stellate.store.sqlite_blobs import SqliteBlobs
 from stellate.store.sqlite_connections import SqliteConnections, Synchronous, WriteTransaction, translate
 from stellate.store.sqlite_erase import check_lineage_exists, erase_sync
+from stellate.store.sqlite_files import sqlite_path
+from stellate.store.sqlite_search import SEARCH_MIGRATION, index_planned, search_sync
 from stellate.store.types import Claim, Lease, SessionId, SessionRecord
 
 __all__ = ["MIGRATIONS", "SqliteStore", "Synchronous", "sqlite_path"]
@@ -149,6 +152,7 @@ MIGRATIONS: tuple[str, ...] = (
     """,
     # What remains of erased sessions (stellate.store.erasure).
     TOMBSTONES_MIGRATION,
+    SEARCH_MIGRATION,  # message search (stellate.store.sqlite_search): FTS5 trigrams, filled from the stored messages
     # Blobs (stellate.store.blobs): images stored once per space under their sha256, referred to by events.
     blob_migration("BLOB"),
 )
@@ -173,14 +177,6 @@ _INSERT_HISTORY = "INSERT INTO event_history (space, id, time, kind, data) VALUE
 _SELECT_TYPES = "SELECT type FROM events WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq"
 _TAKEN = "SELECT 1 FROM sessions WHERE id = ? UNION ALL SELECT 1 FROM tombstones WHERE id = ?"
 _INSERT_EVENTS = f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) VALUES ({', '.join('?' * len(EVENT_COLUMNS))})"
-
-
-def sqlite_path(url: str) -> str:
-    """The file path of a ``sqlite:///path`` URL (a bare path is accepted as is)."""
-    for prefix in ("sqlite:///", "sqlite://"):
-        if url.startswith(prefix):
-            return url[len(prefix) :] or ":memory:"
-    return url
 
 
 class SqliteStore(BaseStore, SqliteBlobs):
@@ -283,6 +279,7 @@ class SqliteStore(BaseStore, SqliteBlobs):
             db.execute(_INSERT_RECORD, (*record_row(record), self.space))
             if planned is not None:
                 db.executemany(_INSERT_EVENTS, event_rows(record.id, planned))
+                index_planned(db, record.id, planned)
 
     def _append_sync(
         self,
@@ -317,6 +314,7 @@ class SqliteStore(BaseStore, SqliteBlobs):
         types = [t for (t,) in db.execute(_SELECT_TYPES, (session_id, *gap))] if gap is not None else None
         planned = plan_append(record, events, expected, fence, interleaved=types)
         db.executemany(_INSERT_EVENTS, event_rows(session_id, planned))
+        index_planned(db, session_id, planned)
         db.execute(_UPDATE_STATE, (*state_update_row(planned.record), session_id))
         if fence.release:
             db.execute(_LEASE["release"], (session_id, fence.token))
@@ -489,6 +487,10 @@ class SqliteStore(BaseStore, SqliteBlobs):
         """The space's tombstones, oldest erase first."""
         rows = await self._run(self._select, select_tombstones_sql("?"), (self.space,))
         return [tombstone_from_row(r) for r in rows]
+
+    async def search_messages(self, query: SearchQuery) -> SearchPage:
+        """Search this space's message text (see `stellate.store.search`, `stellate.store.sqlite_search`)."""
+        return await self._run(search_sync, self.space, query)
 
     async def close(self) -> None:
         """Close the connections and stop the thread; safe to call twice."""

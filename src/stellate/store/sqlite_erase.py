@@ -18,6 +18,7 @@ from stellate.store._batch import busy_error
 from stellate.store._erase_sql import copy_events_sql, insert_tombstone_sql, lineage_sql
 from stellate.store.erasure import Dependents, ErasePlan, Lineage, inherited_parts, plan_erasure
 from stellate.store.sqlite_connections import WriteTransaction, translate
+from stellate.store.sqlite_search import SEARCH_ERASERS, index_copied, scrub_search_text
 from stellate.store.types import Lease, SessionId, SessionRecord
 
 __all__ = ["SESSION_ERASERS", "check_lineage_exists", "erase_sync"]
@@ -27,6 +28,7 @@ _log = logging.getLogger(__name__)
 #: Everything SQLite keeps of one session besides its record, each statement taking the session's id: the one
 #: list to extend when a table that holds a session's content is added.
 SESSION_ERASERS: tuple[str, ...] = (
+    *SEARCH_ERASERS,  # before the events: the search index's rows are deleted by giving their text back
     "DELETE FROM events WHERE session_id = ?",
     "DELETE FROM fold_segments WHERE session_id = ?",
     # History rows are opaque JSON written by the agent: a row naming the session (as a JSON string) goes.
@@ -107,12 +109,15 @@ def _erase_planned(db: sqlite3.Connection, space: str, plan: ErasePlan, lineage:
     for sid in plan.kept:
         for holder, start, stop in inherited_parts(lineage, sid):
             db.execute(_COPY_EVENTS, (sid, holder, start, stop))
+            index_copied(db, sid, start, stop)  # the copy is the dependent's own now: its messages are found there
         db.execute(_UNINHERIT, (sid,))
     for sid in plan.erased:
         for statement in SESSION_ERASERS:
             db.execute(statement, (sid,))
         db.execute(_INSERT_TOMBSTONE, (now, by, sid, space))
         db.execute(_DELETE_RECORD, (sid, space))
+    if plan.erased:
+        scrub_search_text(db)  # what the deleted messages left in the search index goes too
 
 
 def checkpoint_truncate(db: sqlite3.Connection) -> bool:

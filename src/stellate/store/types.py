@@ -126,6 +126,16 @@ class SessionRecord:
         return self.cursor.last_turn
 
     @property
+    def inherited_turns(self) -> int:
+        """Turns read from the fork source (0 for a root, and for a fork stored before stores counted them)."""
+        return self.cursor.inherited_turns
+
+    @property
+    def own_turns(self) -> int:
+        """Turns of the session's own part of the log."""
+        return self.cursor.last_turn - self.cursor.inherited_turns
+
+    @property
     def label(self) -> str:
         """Current label."""
         return self.slots.label

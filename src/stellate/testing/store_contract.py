@@ -16,9 +16,10 @@ Use it for your own backend::
 
 This module holds the log rules (creation, append, refused writes, materialized state, fork, repair, topology,
 durability, JSONL) and re-exports the rest of the contract, so the one ``import *`` above runs all of it:
-`stellate.testing.lease_contract` (leases and claims), `stellate.testing.space_contract` (spaces) and
-`stellate.testing.history_contract` (the event history) and `stellate.testing.blob_contract` (blobs). Their shared
-builders (`turn`, `open_tool_turn`, ...) live in `stellate.testing.contract_support`.
+`stellate.testing.lease_contract` (leases and claims), `stellate.testing.space_contract` (spaces),
+`stellate.testing.history_contract` (the event history), `stellate.testing.search_contract` (message search) and
+`stellate.testing.blob_contract` (blobs). Their shared builders (`turn`, `open_tool_turn`, ...) live in
+`stellate.testing.contract_support`.
 """
 
 from __future__ import annotations
@@ -40,8 +41,7 @@ from stellate.store import (
     export_session,
     import_session,
 )
-
-# The rest of the contract (the star imports): `import *` of this module must keep handing a backend every rule.
+from stellate.testing.approval_contract import *  # noqa: F403
 from stellate.testing.blob_contract import *  # noqa: F403
 from stellate.testing.contract_support import S, with_turns
 
@@ -53,6 +53,7 @@ from stellate.testing.contract_support import turn as turn
 from stellate.testing.erase_contract import *  # noqa: F403
 from stellate.testing.history_contract import *  # noqa: F403
 from stellate.testing.lease_contract import *  # noqa: F403
+from stellate.testing.search_contract import *  # noqa: F403
 from stellate.testing.space_contract import *  # noqa: F403
 
 # -- creation and reading ----------------------------------------------------------------------
@@ -415,6 +416,19 @@ async def test_reopened_store_keeps_everything(store: BaseStore, reopen: Any) ->
     after = (await store.read_events(S("kid")), await store.get_session(S("src")))
     assert after == before
     await store.append(S("kid"), turn(2), expected_seq=7)
+
+
+async def test_a_fork_counts_its_inherited_turns_apart_from_its_own(store: BaseStore, reopen: Any) -> None:
+    """A fork's record says how many of its turns came from the source, after its own turns and a reopen."""
+    await with_turns(store, "src", 3)
+    await store.create_session(session_id=S("kid"), fork=ForkRequest(source_id=S("src"), point=Boundary(seq=12)))
+    await store.append(S("kid"), turn(3))
+    await store.create_session(session_id=S("grand"), fork=ForkRequest(source_id=S("kid"), point=Anchor()))
+    store = await reopen(store)
+    kid, grand, src = [await store.get_session(S(sid)) for sid in ("kid", "grand", "src")]
+    assert (kid.turn_count, kid.inherited_turns, kid.own_turns) == (3, 2, 1)
+    assert (grand.turn_count, grand.inherited_turns, grand.own_turns) == (3, 3, 0)
+    assert (src.inherited_turns, src.own_turns) == (0, 3)
 
 
 # -- JSONL ---------------------------------------------------------------------------------------

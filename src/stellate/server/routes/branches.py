@@ -11,7 +11,6 @@ from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query
-from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from stellate.agent import SessionDigest
 from stellate.agent.branching import Branched, last_turn, prepare_edit
@@ -19,8 +18,9 @@ from stellate.agent.comparison import Comparison
 from stellate.agent.replay import Replay, ReplaySettings, ReplayTurn, start_replay
 from stellate.engine.events import TurnResult
 from stellate.server.branch_models import EditBody, RegenerateBody, ReplayBody
+from stellate.server.event_stream import EventStream, ServerSentEvent
 from stellate.server.problems import problem_of, problem_responses
-from stellate.server.sse import PING_SECONDS, json_text
+from stellate.server.sse import json_text
 from stellate.server.state import Caller, CallerDep
 from stellate.server.turns import LiveTurn
 
@@ -69,7 +69,7 @@ async def regenerate_turn(
 async def _run_branch(caller: Caller, branch: SessionDigest, content: str, accept: str) -> Any:
     live = await caller.server.turns.start(caller.space, caller.agent, branch.id, content)
     if "text/event-stream" in accept:
-        return EventSourceResponse(_edit_stream(branch, live), ping=PING_SECONDS)
+        return EventStream(_edit_stream(branch, live))
     result = await live.outcome()
     return Branched(session=await caller.agent.get_session_digest(branch.id), result=result)
 
@@ -106,7 +106,7 @@ async def replay_session(
     settings = ReplaySettings(llm=body.llm, system_prompt=body.system_prompt, profile=body.profile, label=body.label)
     branch, steps = await start_replay(caller.agent, session_id, body.from_turn, settings)
     if "text/event-stream" in accept:
-        return EventSourceResponse(_replay_stream(caller, branch, steps), ping=PING_SECONDS)
+        return EventStream(_replay_stream(caller, branch, steps))
     results: list[TurnResult] = []
     for step in steps:
         live = await caller.server.turns.start(caller.space, caller.agent, branch.id, step.content, wait=True)

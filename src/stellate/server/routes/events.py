@@ -6,12 +6,11 @@ import json
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Query
-from sse_starlette import EventSourceResponse
 
+from stellate.server.event_stream import EventStream
 from stellate.server.history_stream import RESET_EVENT, history_of, tail_history
 from stellate.server.models import HistoryEventOut, HistoryPageOut
 from stellate.server.problems import problem_responses
-from stellate.server.sse import PING_SECONDS
 from stellate.server.state import CallerDep
 
 __all__ = ["router"]
@@ -19,6 +18,7 @@ __all__ = ["router"]
 router = APIRouter(tags=["space"])
 
 _TYPES = Query(max_length=500, description="comma-separated event types")
+_MAX_ID = 2**63 - 1  # history ids are 64-bit integers in every store: a larger one is a 422, not a 500
 
 
 def _types(types: str | None) -> list[str] | None:
@@ -42,21 +42,25 @@ def _types(types: str | None) -> list[str] | None:
 async def stream_agent_events(
     caller: CallerDep,
     types: Annotated[str | None, _TYPES] = None,
-    after: Annotated[int | None, Query(ge=0, description="start after this history id (Last-Event-ID wins)")] = None,
+    after: Annotated[
+        int | None, Query(ge=0, le=_MAX_ID, description="start after this history id (Last-Event-ID wins)")
+    ] = None,
     last_event_id: Annotated[str | None, Header(max_length=20)] = None,
-) -> EventSourceResponse:
+) -> EventStream:
     """The space's agent events from now on (or after a history id)."""
-    if last_event_id is not None and last_event_id.strip().isdigit():
+    if last_event_id is not None and last_event_id.strip().isdigit() and int(last_event_id) <= _MAX_ID:
         after = int(last_event_id)
     history_of(await caller.agent.store())  # a problem before the stream starts
-    return EventSourceResponse(tail_history(caller.agent, after, _types(types)), ping=PING_SECONDS)
+    return EventStream(tail_history(caller.agent, after, _types(types)))
 
 
 @router.get("/events/history", response_model=HistoryPageOut, responses=problem_responses(503))
 async def list_agent_events(
     caller: CallerDep,
-    after: Annotated[int | None, Query(ge=0, description="only events with a greater id, oldest first")] = None,
-    before: Annotated[int | None, Query(ge=1, description="only events with a smaller id")] = None,
+    after: Annotated[
+        int | None, Query(ge=0, le=_MAX_ID, description="only events with a greater id, oldest first")
+    ] = None,
+    before: Annotated[int | None, Query(ge=1, le=_MAX_ID, description="only events with a smaller id")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     types: Annotated[str | None, _TYPES] = None,
 ) -> HistoryPageOut:

@@ -5,13 +5,13 @@ from __future__ import annotations
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query
-from sse_starlette import EventSourceResponse
 
 from stellate.agent.inspection import context_at
 from stellate.log.messages import message_to_json
+from stellate.server.event_stream import EventStream
 from stellate.server.models import MAX_SEQ, CallContext, EventOut, EventPage, MessageOut
 from stellate.server.problems import problem_responses
-from stellate.server.sse import PING_SECONDS, tail_session
+from stellate.server.sse import tail_session
 from stellate.server.state import CallerDep
 from stellate.store import SessionId
 
@@ -59,12 +59,12 @@ async def stream_events(
     caller: CallerDep,
     after: Annotated[int, Query(ge=-1, le=MAX_SEQ, description="start after this seq (Last-Event-ID wins)")] = -1,
     last_event_id: Annotated[str | None, Header(max_length=20)] = None,
-) -> EventSourceResponse:
+) -> EventStream:
     """Tail the session's log."""
     if last_event_id is not None and last_event_id.strip().lstrip("-").isdigit():
         after = max(int(last_event_id), -1)
     await caller.agent.get_session_digest(session_id)  # a 404 before the stream starts
-    return EventSourceResponse(tail_session(caller.agent, session_id, after), ping=PING_SECONDS)
+    return EventStream(tail_session(caller.agent, session_id, after))
 
 
 @router.get(

@@ -8,7 +8,8 @@ from fastapi import APIRouter, Request
 
 from stellate import __version__
 from stellate.agent import Agent
-from stellate.server.models import Capabilities, Health, Info, ReflectBody, ReflectionOut
+from stellate.agent.reflector import REFLECT_PROMPTS
+from stellate.server.models import Capabilities, Health, Info, ReflectBody, ReflectionOut, ReflectorOut
 from stellate.server.problems import problem_responses
 from stellate.server.spaces import DEFAULT_SPACE
 from stellate.server.state import CallerDep, server_state
@@ -71,6 +72,7 @@ async def capabilities(caller: CallerDep) -> Capabilities:
         split_guard=_split_guard(agent),
         reflector=agent.reflector is not None,
         max_rounds=agent.max_rounds,
+        reflection=_reflection(agent, caller.server.reflect_every),
     )
 
 
@@ -95,4 +97,19 @@ def _default_model(agent: Agent) -> dict[str, Any] | None:
         return None
     if isinstance(llm, str):
         return {"name": llm}
-    return {"provider": llm.provider, "model": llm.model}
+    return {"provider": llm.provider, "model": llm.model, "base_url": getattr(llm, "base_url", None)}
+
+
+def _reflection(agent: Agent, every: float | None) -> ReflectorOut | None:
+    reflector = agent.reflector
+    if reflector is None:
+        return None
+    llm = reflector.llm
+    custom = reflector.instructions not in REFLECT_PROMPTS.values()
+    return ReflectorOut(
+        provider=llm.provider,
+        model=llm.model,
+        base_url=getattr(llm, "base_url", None),
+        prompt="custom" if custom else "built-in",
+        every_seconds=every,
+    )

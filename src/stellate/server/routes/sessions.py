@@ -107,10 +107,12 @@ async def get_session(session_id: str, caller: CallerDep) -> SessionDetail:
         next_seq=record.next_seq,
         open_turn=record.cursor.turn_open,
         running=caller.server.turns.current(caller.space, record.id) is not None,
+        awaiting_approval=len(record.cursor.awaiting),
         system_prompt=slots.system_prompt,
         memory=slots.memory,
         insight=slots.insight,
         config=dict(slots.config),
+        inherited_turns=record.inherited_turns,
     )
 
 

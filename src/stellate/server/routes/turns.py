@@ -6,17 +6,17 @@ from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query
-from sse_starlette import EventSourceResponse, ServerSentEvent
 
 from stellate.engine.events import TurnResult
+from stellate.server.event_stream import EventStream, ServerSentEvent
 from stellate.server.models import RunningTurns, TurnBody, TurnCancelled
 from stellate.server.problems import problem_of, problem_responses
 from stellate.server.routes.blobs import turn_images
-from stellate.server.sse import PING_SECONDS, json_text
+from stellate.server.sse import json_text
 from stellate.server.state import CallerDep
 from stellate.server.turns import LiveTurn
 
-__all__ = ["router"]
+__all__ = ["router", "stream_response"]
 
 router = APIRouter(tags=["turns"])
 
@@ -50,8 +50,13 @@ async def turn(
         caller.space, caller.agent, session_id, body.content, wait=wait, images=images
     )
     if "text/event-stream" in accept:
-        return EventSourceResponse(_stream(live), ping=PING_SECONDS)
+        return stream_response(live)
     return await live.outcome()
+
+
+def stream_response(live: LiveTurn) -> EventStream:
+    """The events of ``live`` as SSE (``event:`` is each one's type), then a ``problem`` event if it failed."""
+    return EventStream(_stream(live))
 
 
 async def _stream(live: LiveTurn) -> AsyncIterator[ServerSentEvent]:

@@ -4,13 +4,17 @@
 
 import { allEvents, api, sid, sse } from './api.js';
 import { adoptBranchTurn, messageActions } from './branching.js';
+import { approvalActions, awaitingBadge, decisionNote } from './approvals.js';
 import { append, clear, clip, fill, h, pretty } from './dom.js';
 import { t } from './i18n.js';
 import { ImagePicker, thumbnails } from './images.js';
 import { forest } from './live.js';
 import { renderMarkdown } from './markdown.js';
+import { distinction, turnsText } from './names.js';
+import { MessageSearch, revealHit } from './search.js';
 import { emptyState, errorNode, go, toast } from './shared.js';
 import { conversationOf } from './transcript.js';
+import { loadUsage, usageLine } from './usage.js';
 
 export function mount(container, params) {
   const page = new ChatPage(container, params.id || null);
@@ -60,7 +64,7 @@ class ChatPage {
     this.composer = h('div', { class: 'composer' }, this.picker.chips, this.input, this.picker.input,
       h('div', { class: 'buttons' }, this.picker.button, this.stopButton, this.sendButton));
     fill(container, h('section', { class: 'page chat-page' },
-      h('aside', { class: 'tree-pane' }, h('h2', { text: t('chat.sessions') }), filter, this.tree),
+      h('aside', { class: 'tree-pane' }, h('h2', { text: t('chat.sessions') }), new MessageSearch().element, filter, this.tree),
       h('div', { class: 'chat-pane' }, this.header, this.messages, this.composer)));
   }
 
@@ -82,8 +86,10 @@ class ChatPage {
         'aria-current': id === this.id ? 'page' : null, onclick: () => go('#/chat/' + encodeURIComponent(id)) },
         h('i', { class: 'dot ' + (node.status === 'archived' ? 'archived' : !node.parent_id ? 'root' : node.children.length ? 'inner' : 'leaf') }),
         h('span', { class: 'label', translate: 'no', text: node.label || node.id }),
-        h('span', { class: 'count', title: t('common.turns', { n: node.turn_count }), text: String(node.turn_count) }),
-        forest.running.has(id) ? h('span', { class: 'busy-dot', title: t('common.running'), 'aria-label': t('common.running') }) : null);
+        distinction(node) ? h('span', { class: 'distinction muted', translate: 'no', text: distinction(node) }) : null,
+        h('span', { class: 'count', title: turnsText(node), text: String(node.turn_count - (node.inherited_turns || 0)) }),
+        forest.running.has(id) ? h('span', { class: 'busy-dot', title: t('common.running'), 'aria-label': t('common.running') }) : null,
+        awaitingBadge(node.awaiting_approval));
       return h('li', { dataset: { id } }, button, kids.length ? h('ul', {}, kids) : null);
     };
     const rows = forest.roots.map(row).filter(Boolean);
@@ -95,9 +101,11 @@ class ChatPage {
 
   async load() {
     try {
-      const [detail, log] = await Promise.all([api(`/sessions/${sid(this.id)}`), allEvents(this.id)]);
+      const [detail, log, usage] = await Promise.all([api(`/sessions/${sid(this.id)}`), allEvents(this.id),
+        loadUsage(this.id).catch(() => null)]); // the conversation shows without its figures if they fail
       this.detail = detail;
       this.events = log.events;
+      this.usage = usage;
       this.items = conversationOf(log.events);
     } catch (error) {
       this.detail = null;
@@ -109,6 +117,7 @@ class ChatPage {
     this.composer.hidden = this.detail.status === 'archived';
     this.renderHeader();
     this.renderMessages();
+    revealHit(this.messages, this.id);
     this.follow();
   }
 
@@ -125,6 +134,7 @@ class ChatPage {
         const last = this.events[this.events.length - 1];
         if (last && data.seq <= last.seq) return;
         this.events.push(data);
+        if (data.type === 'model/called') this.usageStale = true;
         if (!this.streaming) this.scheduleRender();
       },
     }).catch(() => null);
@@ -137,7 +147,14 @@ class ChatPage {
       if (this.streaming) return;
       this.items = conversationOf(this.events);
       this.renderMessages();
+      if (this.usageStale) this.refreshUsage();
     });
+  }
+
+  async refreshUsage() {
+    this.usageStale = false;
+    const usage = await loadUsage(this.id).catch(() => null);
+    if (usage && usage.id === this.id && !this.streaming) { this.usage = usage; this.renderMessages(); }
   }
 
   renderHeader() {
@@ -149,8 +166,10 @@ class ChatPage {
     const title = h('h1', {}, h('button', { type: 'button', class: 'rename', translate: 'no', title: t('chat.renameHint'), text: label,
       onclick: () => this.rename(title, label) }));
     append(this.header, [title,
-      h('span', { class: 'muted', text: t('common.turns', { n: node ? node.turn_count : this.detail.turn_count }) }),
+      h('span', { class: 'muted turns', text: turnsText(node || this.detail) }),
+      node && distinction(node) ? h('span', { class: 'muted', translate: 'no', text: distinction(node) }) : null,
       this.detail.status === 'archived' ? h('span', { class: 'badge archived', text: t('status.archived') }) : null,
+      awaitingBadge(this.detail.awaiting_approval),
       h('span', { class: 'spacer' }),
       h('button', { type: 'button', text: t('action.inspect'), onclick: () => go('#/inspect/' + encodeURIComponent(this.id)) }),
       h('button', { type: 'button', text: t('action.compare'), onclick: () => go(`#/compare/${encodeURIComponent(this.detail.source_id || '')}/${encodeURIComponent(this.id)}`) }),
@@ -199,13 +218,22 @@ class ChatPage {
       return h('div', { class: 'msg user' + (item.inherited ? ' inherited' : ''), dataset: { seq: item.seq } },
         h('div', { class: 'bubble', translate: 'no', text: item.text }, thumbnails(item.images)), messageActions(this, item));
     }
-    if (item.kind === 'tool') return toolCard(item);
+    if (item.kind === 'tool') return toolCard(item, this.approvalOf(item));
     if (item.kind === 'note') return h('div', { class: 'msg note' }, t('chat.summary'), ' ', h('span', { translate: 'no', text: clip(item.text, 400) }));
     const body = h('div', { class: 'bubble markdown', translate: 'no' });
     body.append(renderMarkdown(item.text));
     const wrapper = h('div', { class: 'msg assistant' + (item.inherited ? ' inherited' : ''), dataset: { seq: item.seq } }, body);
     if (item.text) wrapper.append(h('div', { class: 'msg-actions' }, this.branchButton(item), messageActions(this, item)));
+    const line = usageLine(this.usage, item.seq);
+    if (line) wrapper.append(line);
     return wrapper;
+  }
+
+  approvalOf(item) {
+    if (!item.approval) return null;
+    if (item.approval.decision) return decisionNote(item.approval);
+    if (!this.detail || this.detail.status === 'archived') return null;
+    return approvalActions(item, this.id, () => { forest.refresh(0); this.load(); });
   }
 
   branchButton(item) {
@@ -240,10 +268,13 @@ class ChatPage {
     this.streaming = turn;
     this.setBusy(true);
     if (this.messages.querySelector('.empty')) clear(this.messages);
+    // Until the first token (or tool call) arrives, the person sees that the model is at work.
+    turn.thinking = h('div', { class: 'msg assistant thinking', role: 'status' }, h('span', { class: 'dots', 'aria-hidden': 'true' }), t('chat.thinking'));
     try {
       const images = await this.picker.take(); // uploaded first: the turn refers to them by hash
       this.messages.append(h('div', { class: 'msg user' }, h('div', { class: 'bubble', translate: 'no', text: content },
         thumbnails(images))));
+      this.messages.append(turn.thinking);
       this.scrollDown();
       await sse(`/sessions/${sid(this.id)}/turns?wait=true`, { // behind another writer's turn: wait, and say so
         method: 'POST', body: { content, images: images.map((i) => ({ sha256: i.sha256 })) }, signal: turn.controller.signal,
@@ -252,6 +283,7 @@ class ChatPage {
     } catch (error) {
       if (!turn.controller.signal.aborted) this.showProblem(error);
     }
+    turn.thinking.remove();
     this.streaming = null;
     this.setBusy(false);
     // A failed or cancelled turn publishes no turn_finished: stop showing it as running here.
@@ -281,6 +313,7 @@ class ChatPage {
   }
 
   onTurnEvent(turn, type, data) {
+    if (['text', 'assistant_reply', 'tool_call', 'problem'].includes(type)) turn.thinking.remove();
     if (type === 'text') {
       this.liveBubble(turn);
       turn.text += data.text;
@@ -296,6 +329,8 @@ class ChatPage {
       const card = turn.cards.get(data.call.id);
       if (card) card.replaceWith(toolCard({ name: data.call.name, args: data.call.arguments, result: data.content,
         isError: data.is_error, duration: data.duration_ms }));
+    } else if (type === 'approval_requested') {
+      this.messages.append(toolCard({ name: data.call.name, args: data.call.arguments, result: null, approval: {} }));
     } else if (type === 'turn_waiting') {
       const since = data.held_since ? new Date(data.held_since).toLocaleTimeString() : '?';
       const holder = data.holder || t('chat.waitingUnknown');
@@ -320,15 +355,18 @@ class ChatPage {
 
 }
 
-export function toolCard(item) {
-  const state = item.result === null || item.result === undefined ? 'running' : item.isError ? 'error' : 'ok';
+export function toolCard(item, extra = null) {
+  const waiting = item.approval && !item.approval.decision && (item.result === null || item.result === undefined);
+  const state = waiting ? 'waiting' : item.result === null || item.result === undefined ? 'running' : item.isError ? 'error' : 'ok';
   const summary = h('summary', {},
     h('span', { class: 'tool-name', translate: 'no', text: item.name }),
     h('span', { class: 'tool-state ' + state, text: t('tool.' + state) }),
     item.duration !== undefined && item.duration !== null ? h('span', { class: 'muted', text: t('tool.duration', { ms: Math.round(item.duration) }) }) : null);
-  return h('details', { class: 'msg tool-card ' + state + (item.inherited ? ' inherited' : ''), dataset: { seq: item.seq ?? '' } }, summary,
+  return h('details', { class: 'msg tool-card ' + state + (item.inherited ? ' inherited' : ''), dataset: { seq: item.seq ?? '' },
+    open: waiting ? true : null }, summary,
     h('div', { class: 'tool-section' }, h('h4', { text: t('tool.arguments') }), h('pre', { translate: 'no', text: pretty(item.args ?? '') })),
-    state === 'running' ? null
+    state === 'running' || state === 'waiting' ? null
       : h('div', { class: 'tool-section' }, h('h4', { text: item.isError ? t('tool.error') : t('tool.result') }), h('pre', { translate: 'no', text: pretty(item.result) }),
-        thumbnails(item.images)));
+        thumbnails(item.images)),
+    extra);
 }

@@ -8,7 +8,8 @@ import { go } from './shared.js';
 
 const KINDS = {
   session: ['session_created', 'session_forked', 'session_archived', 'session_erased'],
-  turn: ['message_received', 'round_start', 'assistant_reply', 'tool_call', 'tool_result', 'round_end', 'turn_finished'],
+  turn: ['message_received', 'round_start', 'assistant_reply', 'tool_call', 'tool_result', 'round_end', 'turn_finished',
+    'approval_requested', 'approval_decided'],
   slot: ['memory_updated', 'insight_updated', 'consolidation_done'],
   error: ['error'],
 };
@@ -51,6 +52,9 @@ export function mount(container) {
       case 'assistant_reply': return clip(event.content, 100);
       case 'tool_call': return `${event.call.name}(${clip(event.call.arguments, 80)})`;
       case 'tool_result': return `${event.call.name} → ${clip(event.content, 80)}`;
+      case 'approval_requested': return `${event.call.name}(${clip(event.call.arguments, 80)}) · ${t('tool.waiting')}`;
+      case 'approval_decided': return t(event.decision === 'approved' ? 'approval.approvedBy' : 'approval.deniedBy', { by: event.by })
+        + ` · ${event.name}${event.reason ? ': ' + clip(event.reason, 80) : ''}`;
       case 'memory_updated': case 'consolidation_done': return clip(event.memory, 100);
       case 'insight_updated': return event.insight === null ? t('events.d.insightCleared') : clip(event.insight, 100);
       case 'error': return `${event.source} · ${event.code}: ${clip(event.message, 120)}`;

@@ -6,7 +6,11 @@ import { clock, fill, h, pretty } from './dom.js';
 import { t } from './i18n.js';
 import { thumbnails } from './images.js';
 import { forest } from './live.js';
+import { nameOf, sessionName, turnsText } from './names.js';
+import { SessionPicker } from './picker.js';
 import { emptyState, errorNode, go } from './shared.js';
+import { contextBar } from './context_window.js';
+import { loadUsage, usageSummary } from './usage.js';
 
 export function mount(container, params) {
   const page = new Inspector(container, params.id || null);
@@ -17,11 +21,11 @@ class Inspector {
   constructor(container, id) {
     this.id = id;
     this.typeFilter = '';
-    this.picker = h('select', { 'aria-label': t('inspect.session'), translate: 'no' });
-    this.picker.addEventListener('change', () => go('#/inspect/' + encodeURIComponent(this.picker.value)));
+    this.picker = new SessionPicker({ label: t('inspect.session'), sessions: () => [...forest.nodes.values()],
+      onPick: (id) => go('#/inspect/' + encodeURIComponent(id)) });
     this.body = h('div', { class: 'inspector' });
     fill(container, h('section', { class: 'page inspect-page' },
-      h('div', { class: 'toolbar' }, h('h1', { text: t('inspect.title') }), this.picker), this.body));
+      h('div', { class: 'toolbar' }, h('h1', { text: t('inspect.title') }), this.picker.element), this.body));
     this.off = forest.on(() => this.renderPicker());
     if (forest.loaded) this.renderPicker(); else forest.refresh(0);
     if (id) this.load(); else emptyState(this.body, t('inspect.pick'));
@@ -30,10 +34,7 @@ class Inspector {
   destroy() { this.off(); }
 
   renderPicker() {
-    const value = this.id || '';
-    fill(this.picker, h('option', { value: '', text: t('inspect.pick') }),
-      [...forest.nodes.values()].map((n) => h('option', { value: n.id, text: `${n.label || n.id} (${n.id})` })));
-    this.picker.value = value;
+    if (document.activeElement !== this.picker.input) this.picker.value = this.id;
   }
 
   async load() {
@@ -48,8 +49,12 @@ class Inspector {
     this.steps = this.events.filter((e) => e.type === 'assistant/message');
     this.contextBox = h('div', { class: 'context' });
     this.logBox = h('div', { class: 'log' });
+    this.usageBox = h('div', { class: 'usage' }, h('p', { class: 'muted', text: '…' }));
+    loadUsage(this.id).then((usage) => fill(this.usageBox, usageSummary(usage.report)))
+      .catch((error) => fill(this.usageBox, errorNode(error)));
     fill(this.body,
       card(t('inspect.context'), this.stepPicker(), this.contextBox),
+      card(t('usage.title'), this.usageBox),
       h('div', { class: 'columns' },
         h('div', {}, card(t('inspect.slots'), this.slots()), card(t('inspect.lineage'), this.lineage())),
         h('div', {}, card(t('inspect.config'), this.config()))),
@@ -83,6 +88,7 @@ class Inspector {
       h('pre', { translate: 'no', text: pretty(tool.parameters) }))));
     fill(this.contextBox,
       h('p', { class: 'muted', text: t('inspect.contextNote', { seq: context.step }) }),
+      h('h3', { text: t('ctx.title') }), contextBar(this.id, context.step),
       h('h3', { text: t('slot.systemPrompt') }), preOrNone(context.system_prompt),
       h('h3', { text: t('inspect.insightConsumed') }), preOrNone(context.insight),
       h('h3', { text: t('inspect.messages', { n: context.messages.length }) }), h('ol', { class: 'ctx-messages' }, messages),
@@ -115,7 +121,8 @@ class Inspector {
   }
 
   lineage() {
-    const link = (id, label) => h('button', { type: 'button', class: 'linkish', translate: 'no', text: label || forest.label(id),
+    const link = (id, label) => h('button', { type: 'button', class: 'linkish', translate: 'no',
+      text: forest.nodes.has(id) ? nameOf(id) : label || id,
       onclick: () => go('#/inspect/' + encodeURIComponent(id)) });
     const box = h('div', {}, h('p', { class: 'muted', text: '…' }));
     const origin = (entry) => h('span', { class: 'muted' }, ' ', entry.fork_seq === null || entry.fork_seq === undefined
@@ -143,7 +150,7 @@ class Inspector {
       h('th', { translate: 'no', text: key }), h('td', {}, h('pre', { translate: 'no', text: pretty(value) })), origins[i]));
     this.fillOrigins(config, origins, sources);
     const facts = [
-      ['id', this.detail.id], ['status', t('status.' + this.detail.status)], ['turns', this.detail.turn_count],
+      ['id', this.detail.id], ['status', t('status.' + this.detail.status)], ['turns', turnsText(this.detail)],
       ['nextSeq', this.detail.next_seq], ['inherited', this.detail.inherited], ['openTurn', this.detail.open_turn ? t('common.yes') : t('common.no')],
       ['created', stamp(this.detail.created_at)],
     ];

@@ -9,11 +9,11 @@ const HISTORY = 500;
 const TYPES = [
   'session_created', 'session_forked', 'session_archived', 'message_received', 'round_start', 'assistant_reply',
   'tool_call', 'tool_result', 'round_end', 'turn_finished', 'memory_updated', 'insight_updated',
-  'consolidation_done', 'error', 'session_erased',
+  'consolidation_done', 'error', 'session_erased', 'approval_requested', 'approval_decided',
 ];
 const FOREST_TYPES = new Set([
   'session_created', 'session_forked', 'session_archived', 'turn_finished', 'memory_updated', 'insight_updated',
-  'consolidation_done', 'session_erased',
+  'consolidation_done', 'session_erased', 'approval_requested', 'approval_decided',
 ]);
 
 export const live = {
@@ -114,7 +114,8 @@ export const forest = {
         id: node.id, label: node.label, status: node.status, parent_id: parent ? parent.id : null,
         source_id: node.source_id, turn_count: node.turn_count, last_activity: node.last_activity,
         depth: node.depth, children: node.children.map((c) => c.id), memory: digest.memory ?? null,
-        insight: digest.insight ?? null, turn_open: Boolean(digest.turn_open),
+        insight: digest.insight ?? null, turn_open: Boolean(digest.turn_open), awaiting_approval: node.awaiting_approval || 0,
+        inherited_turns: node.inherited_turns || 0, created_at: node.created_at || 0,
       });
       for (const child of node.children) walk(child, node);
     };
@@ -123,6 +124,7 @@ export const forest = {
     // turn_finished events take them out again.
     for (const id of running.session_ids) this.running.add(id);
     this.nodes = nodes;
+    this.labelCounts = countLabels(nodes);
     this.roots = roots.map((r) => r.id);
     this.loaded = true;
     this.emit('load');
@@ -171,6 +173,11 @@ export const forest = {
     return node ? node.label || id : id;
   },
 
+  // How many sessions carry this label (two demo runs grow two trees with the same names).
+  sharedLabel(label) {
+    return (this.labelCounts && this.labelCounts.get(label)) || 0;
+  },
+
   // Ancestors by topology parent, nearest first.
   ancestors(id) {
     const out = [];
@@ -182,3 +189,9 @@ export const forest = {
     return out;
   },
 };
+
+function countLabels(nodes) {
+  const counts = new Map();
+  for (const node of nodes.values()) counts.set(node.label, (counts.get(node.label) || 0) + 1);
+  return counts;
+}

@@ -7,8 +7,12 @@ import { clear, clip, fill, h, timeAgo } from './dom.js';
 import { t } from './i18n.js';
 import { layoutForest } from './layout.js';
 import { forest } from './live.js';
+import { awaitingBadge } from './approvals.js';
 import { eraseDialog } from './erase.js';
-import { confirmDialog, errorNode, forkDialog, go, modal, newSessionDialog, toast } from './shared.js';
+import { distinction, nameOf, sessionName, turnsText } from './names.js';
+import { reflectControl } from './reflect.js';
+import { MessageSearch } from './search.js';
+import { confirmDialog, errorNode, forkDialog, go, newSessionDialog, toast } from './shared.js';
 
 const POP_MS = 500;
 
@@ -53,17 +57,18 @@ class StarMap {
   build() {
     this.search = h('input', { type: 'search', class: 'search', placeholder: t('map.search'), 'aria-label': t('map.search') });
     this.search.addEventListener('input', () => { this.query = this.search.value.trim().toLowerCase(); this.renderList(); this.draw(); });
+    this.messageSearch = new MessageSearch({ input: this.search }); // the same words, in messages
     this.count = h('span', { class: 'pill' });
     this.listToggle = h('button', { type: 'button', 'aria-pressed': 'false', text: t('map.list'),
       onclick: () => this.toggleList() });
     const toolbar = h('div', { class: 'toolbar' },
-      h('h1', { text: t('map.title') }), this.count, this.search,
+      h('h1', { text: t('map.title') }), this.count, this.messageSearch.element,
       h('button', { type: 'button', text: t('map.fit'), title: t('map.fitHint'), onclick: () => { this.userMoved = false; this.fit(); } }),
       h('button', { type: 'button', text: '+', 'aria-label': t('map.zoomIn'), title: t('map.zoomIn'), onclick: () => this.zoomBy(1.25) }),
       h('button', { type: 'button', text: '−', 'aria-label': t('map.zoomOut'), title: t('map.zoomOut'), onclick: () => this.zoomBy(0.8) }),
       this.listToggle,
       h('button', { type: 'button', text: t('create.button'), onclick: () => this.create() }),
-      h('button', { type: 'button', class: 'primary', text: t('map.reflect'), title: t('map.reflectHint'), onclick: () => this.reflect() }));
+      reflectControl({ onInsights: (ids) => { this.lit = new Set(ids); this.draw(); }, onPick: (id) => this.select(id) }));
     this.canvas = h('canvas', { tabindex: '0', role: 'img', 'aria-label': t('map.canvasLabel') });
     this.card = h('div', { class: 'hover-card', role: 'tooltip' });
     this.card.hidden = true;
@@ -123,10 +128,11 @@ class StarMap {
     forest.roots.forEach((r) => walk(r, 0));
     for (const [node, depth] of rows.slice(0, 2000)) {
       const button = h('button', { type: 'button', class: 'linkish', translate: 'no', onclick: () => this.select(node.id) },
-        node.label || node.id);
+        sessionName(node));
       const li = h('li', { class: 'depth', dataset: { id: node.id } }, button,
-        h('span', { class: 'muted', text: ` ${t('common.turns', { n: node.turn_count })} · ${t('status.' + node.status)}` }),
-        forest.running.has(node.id) ? h('span', { class: 'busy', text: t('common.running') }) : null);
+        h('span', { class: 'muted', text: ` ${turnsText(node)} · ${t('status.' + node.status)}` }),
+        forest.running.has(node.id) ? h('span', { class: 'busy', text: t('common.running') }) : null,
+        awaitingBadge(node.awaiting_approval));
       li.style.paddingInlineStart = `${depth * 1.2}em`;
       this.list.append(li);
     }
@@ -256,8 +262,8 @@ class StarMap {
     if (!id) { this.card.hidden = true; return; }
     const node = forest.nodes.get(id);
     fill(this.card,
-      h('strong', { translate: 'no', text: node.label || node.id }),
-      h('div', { class: 'muted', text: `${t('common.turns', { n: node.turn_count })} · ${t('status.' + node.status)}${forest.running.has(id) ? ' · ' + t('common.running') : ''}` }),
+      h('strong', { translate: 'no', text: sessionName(node) }),
+      h('div', { class: 'muted', text: `${turnsText(node)} · ${t('status.' + node.status)}${forest.running.has(id) ? ' · ' + t('common.running') : ''}` }),
       h('div', { class: 'muted', text: t('map.lastActivity', { when: timeAgo(node.last_activity, t) }) }),
       node.memory ? h('div', { class: 'preview', translate: 'no', text: clip(node.memory, 160) }) : h('div', { class: 'preview', text: t('map.noMemory') }));
     this.card.hidden = false;
@@ -277,8 +283,9 @@ class StarMap {
     const get = (name) => style.getPropertyValue(name).trim();
     return {
       edge: get('--edge'), source: get('--edge-source'), root: get('--node-root'), inner: get('--node-inner'),
-      leaf: get('--node-leaf'), archived: get('--node-archived'), running: get('--node-running'),
+      leaf: get('--node-leaf'), archived: get('--node-archived'), running: get('--node-running'), awaiting: get('--node-awaiting'),
       insight: get('--node-insight'), text: get('--text'), selected: get('--accent'),
+      font: get('--font-ui') || 'system-ui, sans-serif', // the CJK font stack: Chinese labels on the canvas too
     };
   }
 
@@ -334,6 +341,10 @@ class StarMap {
         ctx.beginPath(); ctx.arc(p.x, p.y, r + 4 + 6 * pulse, 0, Math.PI * 2); ctx.fill();
         ctx.globalAlpha = matches(node) ? 1 : 0.18;
       }
+      if (node.awaiting_approval) { // a paused turn: a steady ring in the awaiting colour
+        ctx.strokeStyle = c.awaiting; ctx.lineWidth = 3 / Math.max(this.k, 0.5);
+        ctx.beginPath(); ctx.arc(p.x, p.y, r + 5, 0, Math.PI * 2); ctx.stroke();
+      }
       if (this.lit.has(id)) {
         ctx.strokeStyle = c.insight; ctx.lineWidth = 4 / Math.max(this.k, 0.5);
         ctx.beginPath(); ctx.arc(p.x, p.y, r + 6, 0, Math.PI * 2); ctx.stroke();
@@ -347,8 +358,9 @@ class StarMap {
       }
       if (showLabels || id === this.hover || id === this.selected) {
         ctx.fillStyle = c.text;
-        ctx.font = `${node.parent_id ? 500 : 700} ${(node.parent_id ? 11 : 13) / Math.max(this.k, 0.6)}px system-ui, sans-serif`;
-        ctx.fillText(clip(node.label || node.id, 32), p.x + r + 4, p.y + 4);
+        ctx.font = `${node.parent_id ? 500 : 700} ${(node.parent_id ? 11 : 13) / Math.max(this.k, 0.6)}px ${c.font}`;
+        const extra = distinction(node); // two trees with the same labels: age and id tail tell them apart
+        ctx.fillText(clip(node.label || node.id, 32) + (extra ? ` · ${extra}` : ''), p.x + r + 4, p.y + 4);
       }
     }
     ctx.globalAlpha = 1;
@@ -378,19 +390,20 @@ class StarMap {
     if (!node) return;
     const section = (title, content) => h('section', {}, h('h3', { text: title }), content);
     const children = node.children.map((c) => h('li', {}, h('button', { type: 'button', class: 'linkish', translate: 'no',
-      text: forest.label(c), onclick: () => this.select(c) })));
+      text: nameOf(c), onclick: () => this.select(c) })));
     const source = node.source_id && node.source_id !== node.parent_id ? node.source_id : null;
-    const heading = h('h2', { tabindex: '-1', translate: 'no', text: node.label || node.id });
+    const heading = h('h2', { tabindex: '-1', translate: 'no', text: sessionName(node) });
     fill(this.panel,
       h('button', { type: 'button', class: 'close', 'aria-label': t('action.close'), title: t('action.close'), text: '×',
         onclick: () => this.closePanel() }),
       heading,
       h('p', { class: 'muted mono', translate: 'no', text: node.id }),
       h('p', {}, h('span', { class: 'badge ' + node.status, text: t('status.' + node.status) }),
-        ' ', t('common.turns', { n: node.turn_count }),
-        forest.running.has(id) ? h('span', { class: 'busy', text: t('common.running') }) : null),
+        ' ', h('span', { class: 'turns', text: turnsText(node) }),
+        forest.running.has(id) ? h('span', { class: 'busy', text: t('common.running') }) : null,
+        awaitingBadge(node.awaiting_approval)),
       h('p', { class: 'muted', text: t('map.lastActivity', { when: timeAgo(node.last_activity, t) }) }),
-      source ? h('p', { class: 'muted' }, t('map.contextFrom'), ' ', h('span', { translate: 'no', text: forest.label(source) })) : null,
+      source ? h('p', { class: 'muted' }, t('map.contextFrom'), ' ', h('span', { translate: 'no', text: nameOf(source) })) : null,
       section(t('slot.memory'), slotText(node.memory)),
       section(t('slot.insight'), slotText(node.insight)),
       section(t('map.children', { n: node.children.length }),
@@ -416,7 +429,10 @@ class StarMap {
 
   async fork(node) {
     const child = await forkDialog(node);
-    if (child) { toast(t('fork.done', { label: child.label })); this.selected = child.id; forest.refresh(0); }
+    if (!child) return;
+    toast(t('fork.done', { label: child.label }));
+    forest.refresh(0);
+    go('#/chat/' + encodeURIComponent(child.id)); // after success the child opens, as a branch from a message does
   }
 
   async consolidate(node) {
@@ -437,25 +453,6 @@ class StarMap {
 
   async erase(node) {
     if (await eraseDialog(node)) { this.closePanel(); forest.refresh(0); }
-  }
-
-  async reflect() {
-    let result;
-    try { result = await api('/reflect', { method: 'POST', body: {} }); }
-    catch (error) { toast(errorNode(error), 'error'); return; }
-    this.lit = new Set(Object.keys(result.insights));
-    this.draw();
-    await modal(t('reflect.title'), (body, close) => {
-      const rows = Object.entries(result.insights).map(([id, text]) =>
-        h('li', {}, h('button', { type: 'button', class: 'linkish', translate: 'no', text: forest.label(id),
-          onclick: () => { close(); this.select(id); } }), h('p', { translate: 'no', text })));
-      body.append(
-        h('h3', { text: t('reflect.synthesis') }),
-        slotText(result.synthesis),
-        h('h3', { text: t('reflect.insights', { n: rows.length }) }),
-        rows.length ? h('ul', { class: 'insights' }, rows) : h('p', { class: 'muted', text: t('reflect.noInsights') }),
-        h('div', { class: 'buttons' }, h('button', { type: 'button', class: 'primary', text: t('action.close'), onclick: () => close() })));
-    }, { wide: true });
   }
 }
 

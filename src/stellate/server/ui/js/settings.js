@@ -51,7 +51,9 @@ function renderCapabilities(el, c) {
   const model = c.default_model ? [c.default_model.name, c.default_model.provider, c.default_model.model].filter(Boolean).join(' · ') : t('settings.noModel');
   el.append(
     section(t('settings.models'),
-      h('p', {}, h('strong', { text: t('settings.defaultModel') + ' ' }), c.default_model ? data(model) : model),
+      h('p', { class: 'default-model' }, h('strong', { text: t('settings.defaultModel') + ' ' }), c.default_model ? data(model) : model),
+      c.default_model && c.default_model.base_url
+        ? h('p', { class: 'base-url' }, h('strong', { text: t('settings.baseUrl') + ' ' }), data(c.default_model.base_url)) : null,
       c.models.length ? grid([t('settings.col.name'), t('settings.col.provider'), t('settings.col.model')],
         c.models.map((m) => [m.name, m.provider, m.model])) : h('p', { class: 'muted', text: t('settings.noNamedModels') }),
       h('p', { class: 'muted', text: t('settings.keysNote') })),
@@ -70,9 +72,21 @@ function renderCapabilities(el, c) {
       [t('settings.consolidateEvery'), c.consolidate_every ? t('settings.everyN', { n: c.consolidate_every }) : t('settings.off')],
       [t('settings.consolidateOnArchive'), c.consolidate_on_archive ? t('common.yes') : t('common.no')],
       [t('settings.reflector'), c.reflector ? t('settings.on') : t('settings.off')],
+      ...reflectorRows(c.reflection),
       [t('settings.maxRounds'), String(c.max_rounds)],
       [t('settings.splitGuard'), c.split_guard ? t('settings.splitGuardValue', c.split_guard) : t('settings.notReported')],
     ])));
+}
+
+// The reflector's model (and its host), prompt and schedule, when the server has one.
+function reflectorRows(r) {
+  if (!r) return [];
+  const model = [r.provider, r.model, r.base_url].filter(Boolean).join(' · ');
+  return [
+    [t('settings.reflectorModel'), data(model)],
+    [t('settings.reflectorPrompt'), t('settings.reflectorPrompt.' + r.prompt)],
+    [t('settings.reflectEvery'), r.every_seconds ? t('settings.everySeconds', { n: r.every_seconds }) : t('settings.onRequest')],
+  ];
 }
 
 function data(text) {

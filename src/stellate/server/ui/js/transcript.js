@@ -20,9 +20,23 @@ export function conversationOf(events) {
           usage: data.usage, calls: (data.tool_calls || []).length });
         break;
       case 'tool/call': {
+        const waited = calls.get(data.call_id); // a call that waited for approval keeps its card
+        if (waited) { waited.args = data.arguments; waited.time = event.time; break; }
         const card = { kind: 'tool', seq: event.seq, name: data.name, args: data.arguments, time: event.time, result: null };
         calls.set(data.call_id, card);
         push(card);
+        break;
+      }
+      case 'tool/approval_requested': {
+        const card = { kind: 'tool', seq: event.seq, name: data.name, args: data.arguments, time: event.time, result: null,
+          callId: data.call_id, approval: { deadline: data.deadline, onTimeout: data.on_timeout, decision: null } };
+        calls.set(data.call_id, card);
+        push(card);
+        break;
+      }
+      case 'tool/approval_decided': {
+        const card = calls.get(data.call_id);
+        if (card && card.approval) card.approval.decision = data;
         break;
       }
       case 'tool/result': {
