@@ -263,6 +263,12 @@ ERROR_CODES: dict[str, str] = {
     "approval_pending": "the session's turn waits for tool calls to be approved or denied; decide them first",
     "approval_decided": "the tool call was already approved or denied (by another approver, or its deadline)",
     "approval_not_found": "the session has no tool call with this id waiting for approval",
+    "not_an_image": "the data given as an image is not a PNG, JPEG, GIF or WebP image",
+    "image_too_large": "an image is over the size limit",
+    "image_path_refused": "an image path lies outside what may be read here (the server takes uploads only)",
+    "image_unreachable": "an image URL could not be fetched (error, timeout, or URLs not allowed here)",
+    "images_unsupported": "the session's model cannot see images",
+    "blob_not_found": "no stored blob (image) has this sha256 in this space",
 }
 
 #: Codes of a store that failed for now and may answer a retry: a lost connection, a lock held elsewhere.

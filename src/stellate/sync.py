@@ -13,7 +13,7 @@ is already running: no ``asyncio.run`` per call, no nested loops. It only delega
 from __future__ import annotations
 
 import queue
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
@@ -22,6 +22,7 @@ from anyio.from_thread import BlockingPortal, start_blocking_portal
 from stellate.agent.agent import Agent
 from stellate.agent.branching import Branched
 from stellate.agent.comparison import Comparison
+from stellate.agent.images import ImageSource
 from stellate.agent.reflector import Reflection
 from stellate.agent.replay import Replay
 from stellate.agent.searching import SearchPage
@@ -30,7 +31,9 @@ from stellate.agent.usage_report import ContextWindow, UsageReport
 from stellate.engine.approval import PendingApproval
 from stellate.engine.config import ForkOptions
 from stellate.engine.events import TurnEvent, TurnResult
+from stellate.log.images import ImageRef
 from stellate.log.messages import Message
+from stellate.store.blobs import BLOB_GRACE_MS, Blob
 from stellate.store.erasure import ErasePlan, Tombstone
 
 __all__ = ["SyncAgent", "iterate_in_portal"]
@@ -102,13 +105,19 @@ class SyncAgent:
         """See `Agent.fork_session`."""
         return self._portal.call(lambda: self.agent.fork_session(source_id, options, **fields))
 
-    def turn(self, session_id: str, content: str, *, output_type: Any = None) -> TurnResult:
+    def turn(
+        self, session_id: str, content: str, *, output_type: Any = None, images: Sequence[ImageSource] = ()
+    ) -> TurnResult:
         """See `Agent.turn`."""
-        return self._portal.call(lambda: self.agent.turn(session_id, content, output_type=output_type))
+        return self._portal.call(lambda: self.agent.turn(session_id, content, output_type=output_type, images=images))
 
-    def stream(self, session_id: str, content: str, *, output_type: Any = None) -> Iterator[TurnEvent]:
+    def stream(
+        self, session_id: str, content: str, *, output_type: Any = None, images: Sequence[ImageSource] = ()
+    ) -> Iterator[TurnEvent]:
         """See `Agent.stream`; stopping the iteration early cancels the turn (recorded as aborted)."""
-        return iterate_in_portal(self._portal, lambda: self.agent.stream(session_id, content, output_type=output_type))
+        return iterate_in_portal(
+            self._portal, lambda: self.agent.stream(session_id, content, output_type=output_type, images=images)
+        )
 
     def list_messages(self, session_id: str) -> list[Message]:
         """See `Agent.list_messages`."""
@@ -221,3 +230,15 @@ class SyncAgent:
     def context_window(self, session_id: str, reply_seq: int | None = None) -> ContextWindow:
         """See `Agent.context_window`."""
         return self._call(self.agent.context_window, session_id, reply_seq)
+
+    def put_image(self, source: ImageSource) -> ImageRef:
+        """See `Agent.put_image`."""
+        return self._call(self.agent.put_image, source)
+
+    def get_image(self, sha256: str) -> Blob:
+        """See `Agent.get_image`."""
+        return self._call(self.agent.get_image, sha256)
+
+    def delete_unreferenced_images(self, *, grace_ms: int = BLOB_GRACE_MS) -> list[str]:
+        """See `Agent.delete_unreferenced_images`."""
+        return self._portal.call(lambda: self.agent.delete_unreferenced_images(grace_ms=grace_ms))

@@ -12,6 +12,7 @@ def test_the_store_contract_hands_over_every_rule() -> None:
     """A backend importing `store_contract` alone gets the lease, claim and space rules too."""
     from stellate.testing import (
         approval_contract,
+        blob_contract,
         erase_contract,
         history_contract,
         lease_contract,
@@ -22,6 +23,7 @@ def test_the_store_contract_hands_over_every_rule() -> None:
 
     for module in (
         approval_contract,
+        blob_contract,
         erase_contract,
         history_contract,
         lease_contract,

@@ -22,10 +22,11 @@ async def test_an_sqlite_file_from_before_search_is_indexed_when_opened(tmp_path
     store = await SqliteStore.open(f"sqlite:///{path}")
     await session(store, "kept", ("我想去日本留学", "東京はいいです"), ("budget ideas", "hostels"))
     await store.close()
-    with sqlite3.connect(path) as db:  # what the previous release left: no search tables, one version less
+    with sqlite3.connect(path) as db:  # what a release before search left: no search tables, nor any added later
         db.execute("DROP TABLE search_text")
         db.execute("DROP TABLE search_rows")
-        db.execute("DELETE FROM stellate_schema WHERE version = ?", (len(SQLITE_MIGRATIONS),))
+        db.execute("DROP TABLE blobs")
+        db.execute("DELETE FROM stellate_schema WHERE version >= ?", (_version_of(SQLITE_MIGRATIONS, "search_rows"),))
     db.close()
     store = await SqliteStore.open(f"sqlite:///{path}")
     try:
@@ -63,6 +64,11 @@ async def test_delete_search_rows_forgets_only_the_named_sessions(tmp_path: Path
         await store.close()
 
 
+def _version_of(migrations: tuple[str, ...], marker: str) -> int:
+    """The schema version of the first migration whose script names ``marker``."""
+    return next(number for number, script in enumerate(migrations, start=1) if marker in script)
+
+
 @pytest.mark.postgres
 async def test_a_postgres_schema_from_before_search_is_indexed_when_opened(pg_url: str, pg_schema: str) -> None:
     """A schema at the version before search gets the trigram index at open, covering the messages it holds,
@@ -79,7 +85,8 @@ async def test_a_postgres_schema_from_before_search_is_indexed_when_opened(pg_ur
     with psycopg.connect(pg_url, autocommit=True) as conn:
         conn.execute(sql.SQL("SET search_path TO {}").format(sql.Identifier(pg_schema)))
         conn.execute("DROP INDEX events_search_trigrams")
-        conn.execute("DELETE FROM stellate_schema WHERE version = %s", (len(MIGRATIONS),))
+        conn.execute("DROP TABLE blobs")
+        conn.execute("DELETE FROM stellate_schema WHERE version >= %s", (_version_of(MIGRATIONS, "pg_trgm"),))
     store = await PostgresStore.open(pg_url, schema=pg_schema)
     try:
         assert await store.schema_version() == len(MIGRATIONS)

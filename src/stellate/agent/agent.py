@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from stellate.agent._locks import SessionLocks
@@ -20,6 +20,8 @@ from stellate.agent.bus import EventBus, Hook
 from stellate.agent.consolidation import Consolidator
 from stellate.agent.erasing import AgentErasure
 from stellate.agent.forking import Forker
+from stellate.agent.image_store import AgentImages
+from stellate.agent.images import ImagePolicy, ImageSource, load_images
 from stellate.agent.prices import Price
 from stellate.agent.reading import AgentReads
 from stellate.agent.reflecting import reflect
@@ -49,6 +51,7 @@ from stellate.engine.skills import SkillSet
 from stellate.engine.tools import Tool, ToolRegistry
 from stellate.errors import SessionBusyError, UsageError
 from stellate.llm.types import LLMAdapter
+from stellate.log.images import ImageRef
 from stellate.session.output import OutputContract, as_contract
 from stellate.session.session import Session
 from stellate.session.types import Durability, Language
@@ -61,7 +64,7 @@ __all__ = ["Agent"]
 DEFAULT_STORE = "sqlite:///stellate.db"
 
 
-class Agent(AgentReads, AgentBranches, AgentErasure, AgentApprovals, AgentSearch, AgentUsage):
+class Agent(AgentReads, AgentBranches, AgentErasure, AgentApprovals, AgentSearch, AgentUsage, AgentImages):
     """Branching conversations over a store.
 
     Args:
@@ -160,6 +163,8 @@ class Agent(AgentReads, AgentBranches, AgentErasure, AgentApprovals, AgentSearch
         self.prices = dict(prices or {})
         self.owner = lease_owner(f"agent-{uuid.uuid4().hex[:8]}")
         """Names this agent in the leases it takes (host, process id and a per-agent id)."""
+        self.image_policy = ImagePolicy()
+        """What ``turn(images=...)`` accepts: size limit, URL timeout, whether and where files are read."""
         self.events = EventBus()
         self._consolidator = Consolidator(
             store=self.store, events=self.events, owner=self.owner, every=consolidate_every
@@ -332,6 +337,7 @@ class Agent(AgentReads, AgentBranches, AgentErasure, AgentApprovals, AgentSearch
         *,
         busy_timeout: float | None = None,
         output_type: type[Any] | OutputContract[Any] | None = None,
+        images: Sequence[ImageSource] = (),
     ) -> TurnResult:
         """Run one turn (the model, and the tools it calls, until it answers) and return its result.
 
@@ -342,13 +348,19 @@ class Agent(AgentReads, AgentBranches, AgentErasure, AgentApprovals, AgentSearch
                 turn on this session; the agent's ``busy_timeout`` when None, 0 to fail at once.
             output_type: Ask for a structured answer of this type (a pydantic model, a dataclass...; or an
                 `OutputContract` for the mode and retries); ``TurnResult.output`` then holds the validated object.
+            images: Images sent with the message: bytes, file paths or ``http(s)`` URLs, checked against
+                ``image_policy`` before anything is written, stored once (by sha256) beside the log.
 
         Raises:
             SessionBusyError: the session was still busy after ``busy_timeout`` (retryable).
+            UsageError: an image is refused (``not_an_image``, ``image_too_large``, ``image_path_refused``,
+                ``image_unreachable``).
+            LLMError: the session's model cannot see images (``images_unsupported``).
             OutputValidationError: the structured answer stayed invalid after the allowed retries.
         """
         result: TurnResult | None = None
-        async for event in self.stream(session_id, content, busy_timeout=busy_timeout, output_type=output_type):
+        stream = self.stream(session_id, content, busy_timeout=busy_timeout, output_type=output_type, images=images)
+        async for event in stream:
             if isinstance(event, TurnFinished):
                 result = event.result
         assert result is not None  # a turn always ends with TurnFinished or raises
@@ -361,6 +373,7 @@ class Agent(AgentReads, AgentBranches, AgentErasure, AgentApprovals, AgentSearch
         *,
         busy_timeout: float | None = None,
         output_type: type[Any] | OutputContract[Any] | None = None,
+        images: Sequence[ImageSource] = (),
     ) -> AsyncIterator[TurnEvent]:
         """Run one turn, yielding its events as they happen; the last one is `TurnFinished`.
 
@@ -370,9 +383,10 @@ class Agent(AgentReads, AgentBranches, AgentErasure, AgentApprovals, AgentSearch
         before `TurnFinished`.
         """
         contract = as_contract(output_type)
+        refs = await load_images(images, self.image_policy)
         queue: asyncio.Queue[TurnEvent | None] = asyncio.Queue()
         runner = asyncio.get_running_loop().create_task(
-            self._run_turn(session_id, content, busy_timeout, queue, contract)
+            self._run_turn(session_id, content, busy_timeout, queue, contract, refs)
         )
         try:
             while (event := await queue.get()) is not None:
@@ -390,6 +404,7 @@ class Agent(AgentReads, AgentBranches, AgentErasure, AgentApprovals, AgentSearch
         busy_timeout: float | None,
         queue: asyncio.Queue[TurnEvent | None],
         output: OutputContract[Any] | None = None,
+        images: Sequence[ImageRef] = (),
     ) -> None:
         try:
             async with self._locks.hold(session_id):
@@ -405,7 +420,7 @@ class Agent(AgentReads, AgentBranches, AgentErasure, AgentApprovals, AgentSearch
                     runner = TurnRunner(
                         session, tools, agent=self, max_rounds=self.max_rounds, approvals=self.approvals
                     )
-                    async for event in runner.run(content, output=output):
+                    async for event in runner.run(content, output=output, images=images):
                         await self.events.publish(event)
                         queue.put_nowait(event)
             self._consolidator.schedule(session)

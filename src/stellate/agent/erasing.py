@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
+from stellate.agent.image_store import refers_to_images, sweep_images_after_erase
 from stellate.engine.events import SessionErased
 from stellate.errors import UsageError
 from stellate.store import BaseStore, SessionId
@@ -131,7 +132,9 @@ class AgentErasure:
     ) -> ErasePlan:
         await self.events_recorded()  # history rows of what was published so far must exist to be erased
         wait = self.busy_timeout if busy_timeout is None else busy_timeout
+        had_images = await refers_to_images(store, named)
         plan = await store.erase_sessions([SessionId(s) for s in named], dependents=dependents, by=by, wait=wait)
+        await sweep_images_after_erase(store, had_images=had_images and bool(plan.erased))
         self._sessions.forget([*plan.erased, *plan.kept])
         for sid in plan.erased:
             await self.events.publish(SessionErased(session_id=sid, erased_by=by))

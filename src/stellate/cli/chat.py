@@ -39,6 +39,7 @@ from stellate.engine.approval import PendingApproval
 from stellate.engine.events import AgentEvent, SessionForked, TurnEvent, TurnFinished
 from stellate.errors import NotFoundError, StellateError
 from stellate.llm import LLMAdapter, RetryNotice
+from stellate.log.images import ImageRef
 from stellate.store import BaseStore
 from stellate.sync import iterate_in_portal
 
@@ -119,6 +120,8 @@ class ChatSession:
         self.printer: TurnPrinter | None = None
         self.switching_to_fork = False
         """True while ``/fork`` makes a branch it then switches to: no ``(/switch ...)`` hint for that one."""
+        self.pending_images: list[ImageRef] = []
+        """Images ``/image`` attached to the next message."""
         self.reader = self._reader()
         agent.add_hook(self._announce_fork, types=["session_forked"])
 
@@ -206,7 +209,8 @@ class ChatSession:
         self.printer = printer = TurnPrinter(self.consoles.out)
         interrupted, finished = False, None
         try:
-            for event in self._stream(lambda: self.agent.stream(self.current, text)):
+            images, self.pending_images = self.pending_images, []
+            for event in self._stream(lambda: self.agent.stream(self.current, text, images=images)):
                 printer(event)
                 if isinstance(event, TurnFinished):
                     finished = event.result.turn

@@ -123,6 +123,14 @@ EXIT_STATUS: dict[str, int] = {
     "approval_pending": 6,
     "approval_decided": 6,
     "approval_not_found": 3,
+    # Images: a refused image is a mistake in the command (2), an unknown blob is not there (3), a model that
+    # cannot see images failed the call (9).
+    "not_an_image": 2,
+    "image_too_large": 2,
+    "image_path_refused": 2,
+    "image_unreachable": 2,
+    "blob_not_found": 3,
+    "images_unsupported": 9,
 }
 
 # Most specific class first: the fallback for codes the table does not know.

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Literal, NoReturn
 from rich.table import Table
 from rich.text import Text
 
+from stellate.agent.images import load_image
 from stellate.cli import branch_commands
 from stellate.cli.console import progress_bar
 from stellate.cli.contexts import last_call_context
@@ -274,6 +275,28 @@ def export(chat: ChatSession, args: argparse.Namespace) -> None:
     chat.consoles.out.print(f"exported {count} events to {path}")
 
 
+def _image_parser() -> SlashParser:
+    parser = _parser("/image", "Attach an image (the file named by the rest of the line) to your next message.")
+    parser.add_argument("--clear", action="store_true", help="drop the images attached so far")
+    return parser
+
+
+def image(chat: ChatSession, args: argparse.Namespace) -> None:
+    """Check an image file now and attach it to the next message (several may be attached)."""
+    if args.clear:
+        chat.pending_images.clear()
+        chat.consoles.out.print("no images attached")
+        return
+    if not args.text:
+        raise UsageError("/image needs a file path (see /image --help)")
+    path = Path(args.text).expanduser()
+    found = chat.call(load_image, path, chat.agent.image_policy)
+    chat.pending_images.append(found)
+    size = f", {found.width}x{found.height}" if found.width else ""
+    shown = f"attached {path.name} ({found.media_type}{size}, {found.size} bytes): it goes with your next message"
+    chat.consoles.out.print(Text(shown, style="cyan"), soft_wrap=True)
+
+
 def _help_parser() -> SlashParser:
     parser = _parser("/help", "List the commands, or show one command's options.")
     parser.add_argument("command", nargs="?", help="a command name, with or without its slash")
@@ -362,5 +385,8 @@ COMMANDS: dict[str, SlashCommand] = {
         ),
         "/regenerate [N]",
         "run the last turn (or turn N) again in a new branch, and continue there",
+    ),
+    "image": SlashCommand(
+        image, _image_parser, "/image PATH [--clear]", "attach an image file to your next message", text=True
     ),
 }

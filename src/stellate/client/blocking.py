@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from contextlib import AbstractContextManager
 from typing import Any, TypeVar
 
@@ -12,11 +12,13 @@ from stellate.agent import Reflection, SearchPage, SessionDigest, TopologyNode
 from stellate.agent.branching import Branched
 from stellate.agent.comparison import Comparison
 from stellate.agent.context_window import ContextWindow
+from stellate.agent.images import ImageSource
 from stellate.agent.replay import Replay
 from stellate.agent.usage_report import UsageReport
 from stellate.client.remote import Client
 from stellate.engine import ForkOptions, PendingApproval
 from stellate.engine.events import TurnEvent, TurnResult
+from stellate.log.images import ImageRef
 from stellate.log.messages import Message
 from stellate.store.erasure import ErasePlan, Tombstone
 from stellate.sync import iterate_in_portal
@@ -65,13 +67,13 @@ class SyncClient:
         """See `Agent.fork_session`."""
         return self._call(lambda: self.client.fork_session(source_id, options, **fields))
 
-    def turn(self, session_id: str, content: str) -> TurnResult:
+    def turn(self, session_id: str, content: str, *, images: Sequence[ImageSource] = ()) -> TurnResult:
         """See `Agent.turn`."""
-        return self._call(lambda: self.client.turn(session_id, content))
+        return self._call(lambda: self.client.turn(session_id, content, images=images))
 
-    def stream(self, session_id: str, content: str) -> Iterator[TurnEvent]:
+    def stream(self, session_id: str, content: str, *, images: Sequence[ImageSource] = ()) -> Iterator[TurnEvent]:
         """See `Agent.stream`."""
-        return iterate_in_portal(self._portal, lambda: self.client.stream(session_id, content))
+        return iterate_in_portal(self._portal, lambda: self.client.stream(session_id, content, images=images))
 
     def cancel_turn(self, session_id: str) -> bool:
         """See `Client.cancel_turn`."""
@@ -184,6 +186,14 @@ class SyncClient:
     def context_window(self, session_id: str, reply_seq: int | None = None) -> ContextWindow:
         """See `Client.context_window`."""
         return self._call(lambda: self.client.context_window(session_id, reply_seq))
+
+    def put_image(self, source: ImageSource) -> ImageRef:
+        """See `Client.put_image`."""
+        return self._call(lambda: self.client.put_image(source))
+
+    def get_image(self, sha256: str) -> bytes:
+        """See `Client.get_image`."""
+        return self._call(lambda: self.client.get_image(sha256))
 
 
 async def _make(*args: Any, **kwargs: Any) -> Client:

@@ -48,6 +48,8 @@ _BY_CODE: dict[str, type[StellateError]] = {
     "approval_pending": ConflictError,
     "approval_decided": ConflictError,
     "approval_not_found": NotFoundError,
+    "blob_not_found": NotFoundError,
+    "images_unsupported": LLMError,
 }
 
 

@@ -6,8 +6,9 @@ agent = stellate.client.Client("http://127.0.0.1:8700", key=...)   # remote, sam
 
 from __future__ import annotations
 
+import base64
 import json
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any
 
 try:
@@ -18,6 +19,7 @@ from pydantic import TypeAdapter
 
 from stellate.agent import Reflection, SearchPage, SessionDigest, TopologyNode
 from stellate.agent.context_window import ContextWindow
+from stellate.agent.images import ImagePolicy, ImageSource, load_image
 from stellate.agent.usage_report import UsageReport
 from stellate.client.branches import ClientBranches
 from stellate.client.errors import error_from_problem
@@ -25,6 +27,7 @@ from stellate.client.usage import context_window_from_json, usage_report_from_js
 from stellate.engine import ForkOptions, PendingApproval, SessionConfig
 from stellate.engine.events import AgentEvent, TurnEvent, TurnResult
 from stellate.errors import UsageError
+from stellate.log.images import ImageRef, images_from_json
 from stellate.log.messages import Message, message_from_json
 from stellate.store.erasure import Dependents, ErasePlan, Tombstone
 
@@ -65,6 +68,8 @@ class Client(ClientBranches):
         self._http = httpx.AsyncClient(
             base_url=base_url.rstrip("/") + "/v1", headers=headers, timeout=timeout, transport=transport
         )
+        self.image_policy = ImagePolicy()
+        """What ``turn(images=...)`` reads on this side before uploading (size limit, paths, URLs)."""
 
     async def close(self) -> None:
         """Close the connections."""
@@ -124,21 +129,43 @@ class Client(ClientBranches):
 
     # -- turns -----------------------------------------------------------------------------------
 
-    async def turn(self, session_id: str, content: str) -> TurnResult:
-        """See `Agent.turn`."""
-        return _RESULT.validate_python(
-            await self._call("POST", f"/sessions/{session_id}/turns", json={"content": content})
-        )
+    async def turn(self, session_id: str, content: str, *, images: Sequence[ImageSource] = ()) -> TurnResult:
+        """See `Agent.turn`; ``images`` (bytes, paths, URLs) are read here, uploaded, then sent by hash."""
+        body = await self._turn_body(content, images)
+        return _RESULT.validate_python(await self._call("POST", f"/sessions/{session_id}/turns", json=body))
 
-    async def stream(self, session_id: str, content: str) -> AsyncIterator[TurnEvent]:
+    async def stream(
+        self, session_id: str, content: str, *, images: Sequence[ImageSource] = ()
+    ) -> AsyncIterator[TurnEvent]:
         """See `Agent.stream`; leaving early stops watching (the turn goes on: see `cancel_turn`)."""
+        body = await self._turn_body(content, images)
         request = self._http.build_request(
-            "POST", f"/sessions/{session_id}/turns", json={"content": content}, headers={"Accept": "text/event-stream"}
+            "POST", f"/sessions/{session_id}/turns", json=body, headers={"Accept": "text/event-stream"}
         )
         async for name, data in self._events(request):
             if name == "problem":
                 raise error_from_problem(int(data.get("status", 500)), data)
             yield _TURN_EVENT.validate_python(data)
+
+    async def _turn_body(self, content: str, images: Sequence[ImageSource]) -> dict[str, Any]:
+        body: dict[str, Any] = {"content": content}
+        if images:
+            body["images"] = [{"sha256": (await self.put_image(source)).sha256} for source in images]
+        return body
+
+    async def put_image(self, source: ImageSource) -> ImageRef:
+        """See `Agent.put_image`: the image is read and checked here (paths and URLs too), then uploaded."""
+        image = await load_image(source, self.image_policy)
+        assert image.data is not None
+        data = await self._call("POST", "/blobs", json={"data": base64.b64encode(image.data).decode("ascii")})
+        return images_from_json([data])[0]
+
+    async def get_image(self, sha256: str) -> bytes:
+        """The bytes of a stored image of the key's space (`NotFoundError` ``blob_not_found`` otherwise)."""
+        response = await self._http.get(f"/blobs/{sha256}")
+        if response.status_code >= 400:
+            raise error_from_problem(response.status_code, _json_or_none(response))
+        return response.content
 
     async def cancel_turn(self, session_id: str) -> bool:
         """Abort the session's running turn; False when none runs."""

@@ -37,6 +37,7 @@ from stellate.engine.output import OutputTurn
 from stellate.engine.tools import ToolContext, ToolRegistry, ToolResult
 from stellate.llm.types import OutputSchema, TextDelta, ToolSpec, Usage
 from stellate.log.events import JsonObject, TurnEndReason
+from stellate.log.images import ImageRef
 from stellate.log.messages import ToolCall
 from stellate.session.output import OutputContract
 from stellate.session.session import Session
@@ -113,7 +114,9 @@ class TurnRunner:
         self._turn_tools = tools
         self._reply = SendResult(content="")
 
-    async def run(self, content: str, *, output: OutputContract[Any] | None = None) -> AsyncIterator[TurnEvent]:
+    async def run(
+        self, content: str, *, output: OutputContract[Any] | None = None, images: Sequence[ImageRef] = ()
+    ) -> AsyncIterator[TurnEvent]:
         """Run the turn, yielding its events; the last one is `TurnFinished`.
 
         With ``output``, the turn ends only on a valid answer of that type (`OutputReady` comes before
@@ -129,7 +132,7 @@ class TurnRunner:
         yield MessageReceived(session_id=sid, content=content)
         with observability.turn_span(sid, content) as span:
             try:
-                async with self.session.turn(content) as turn:
+                async with self.session.turn(content, images=images) as turn:
                     first_seq = self.session.history.next_seq - 2  # turn/start and the user message
                     span.record({"stellate.turn": turn.number, "stellate.seq.first": first_seq})
                     _log.debug("turn %d started", turn.number)
@@ -270,7 +273,8 @@ class TurnRunner:
         tally.tool_calls += len(running)
         # What the model will read, made storable by the turn (a tool may return a NUL), is what hooks see too.
         recorded = await turn.record_tool_results(
-            [(c, r.content, r.is_error) for c, r in zip(calls, results, strict=True)]
+            [(c, r.content, r.is_error) for c, r in zip(calls, results, strict=True)],
+            images=[r.images for r in results],
         )
         for call, outcome, content in zip(calls, results, recorded, strict=True):
             yield ToolCallFinished(session_id=sid, call=call, content=content, is_error=outcome.is_error)

@@ -77,6 +77,8 @@ class ToolResult:
     _: KW_ONLY
     is_error: bool = False
     """Whether the call failed; the model reads ``content`` to correct itself."""
+    images: tuple[bytes, ...] = ()
+    """Images the tool returns (PNG, JPEG, GIF or WebP bytes), sent where the provider takes them in a result."""
 
 
 # ``ToolContext | None = None`` lets a tool also be called directly, without a context.

@@ -15,6 +15,7 @@ from typing import Any
 
 from stellate.errors import ProviderError
 from stellate.llm._wire import UNKNOWN_TOOL, WireCache, dump_json, new_call_id, parse_tool_arguments
+from stellate.llm.images import image_data_url
 from stellate.llm.types import (
     LLMResponse,
     OutputSchema,
@@ -28,7 +29,7 @@ from stellate.llm.types import (
     Usage,
     UsageReport,
 )
-from stellate.log.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage
+from stellate.log.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, UserMessage
 
 __all__ = [
     "ChunkAssembler",
@@ -136,8 +137,19 @@ def message_to_wire(message: Message) -> dict[str, Any]:
     if isinstance(message, AssistantMessage):
         return _assistant_to_wire(message)
     if isinstance(message, ToolMessage):
-        return {"role": "tool", "tool_call_id": message.call_id, "content": message.content}
+        return {"role": "tool", "tool_call_id": message.call_id, "content": message.content + _omitted(message)}
+    if isinstance(message, UserMessage) and message.images:
+        parts: list[dict[str, Any]] = [{"type": "text", "text": message.content}]
+        parts += [{"type": "image_url", "image_url": {"url": image_data_url(i)}} for i in message.images]
+        return {"role": "user", "content": parts}
     return {"role": message.role, "content": message.content}
+
+
+def _omitted(message: ToolMessage) -> str:
+    # Chat completions take images in user messages only: the model learns a tool's images exist but not them.
+    if not message.images:
+        return ""
+    return f"\n\n[{len(message.images)} image(s) of this result not shown: this API takes images in user messages only]"
 
 
 def _assistant_to_wire(message: AssistantMessage) -> dict[str, Any]:

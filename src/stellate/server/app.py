@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Sequence
+from dataclasses import replace
 
 import anyio
 from fastapi import FastAPI
@@ -12,14 +13,16 @@ from fastapi_offline import FastAPIOffline
 
 from stellate import __version__
 from stellate.agent import Agent
+from stellate.agent.images import DEFAULT_MAX_IMAGE_BYTES, SERVER_IMAGE_POLICY
 from stellate.server.approval_sweep import DEFAULT_SWEEP_SECONDS, sweep_approvals
 from stellate.server.keys import KeyRing
-from stellate.server.limits import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY, BodyLimit
+from stellate.server.limits import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY, BodyLimit, upload_body_limit
 from stellate.server.problems import install_problem_handlers
 from stellate.server.pruning import PrunePolicy, prune_forever
 from stellate.server.reflection_schedule import reflection_schedule
 from stellate.server.routes import (
     approvals,
+    blobs,
     branches,
     erasure,
     events,
@@ -69,6 +72,7 @@ def create_app(
     shutdown_grace: float = DEFAULT_SHUTDOWN_GRACE,
     store_name: str = "",
     prune: PrunePolicy | None = None,
+    max_image_bytes: int = DEFAULT_MAX_IMAGE_BYTES,
     reflect_every: float | None = None,
     approval_sweep: float = DEFAULT_SWEEP_SECONDS,
 ) -> FastAPI:
@@ -89,6 +93,7 @@ def create_app(
         shutdown_grace: Seconds running turns get to finish at shutdown before they are aborted.
         store_name: What ``/v1/info`` says about the store (never a password).
         prune: Erase archived sessions past an age, now and then, in every space (see docs/store.md).
+        max_image_bytes: Largest image a turn or ``POST /v1/blobs`` takes (413 ``image_too_large`` past it).
         reflect_every: Seconds between scheduled reflections of each space whose agent has a reflector (once
             per interval across the workers sharing the store); None reflects only on request.
         approval_sweep: Seconds between two looks at passed approval deadlines (see `stellate.server.approval_sweep`).
@@ -100,6 +105,7 @@ def create_app(
         store_name=store_name,
         shutdown_grace=shutdown_grace,
         prune=prune,
+        image_policy=replace(SERVER_IMAGE_POLICY, max_bytes=max_image_bytes),
         reflect_every=reflect_every,
     )
     # The API docs page serves Swagger UI from the package, not from a CDN: it works offline.
@@ -114,12 +120,14 @@ def create_app(
     app.state.stellate = state
     app.state.approval_sweep = approval_sweep
     install_problem_handlers(app)
-    for module in (sessions, turns, forks, log, meta, events, branches, erasure, approvals, search, usage):
+    for module in (sessions, turns, forks, log, meta, events, branches, erasure, approvals, search, usage, blobs):
         app.include_router(module.router, prefix="/v1")
     install_ui(app)
     document_stream_caps(app)
     # Outermost last: a refused Host or Origin runs nothing, not even the body read.
-    app.add_middleware(BodyLimit, max_bytes=max_body, timeout=body_timeout)
+    app.add_middleware(
+        BodyLimit, max_bytes=max_body, timeout=body_timeout, upload_bytes=upload_body_limit(max_image_bytes)
+    )
     app.add_middleware(
         StreamCaps, api=app, keys=keys, per_client=max_streams_per_client, per_space=max_streams_per_space
     )

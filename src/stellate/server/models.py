@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, model_validator
 from stellate.agent import SessionDigest, TopologyNode
 from stellate.engine import ForkOptions
 from stellate.engine.events import TurnResult
+from stellate.server.image_models import ImageIn
 
 __all__ = [
     "MAX_SEQ",
@@ -76,6 +77,8 @@ class TurnBody(_Body):
     """A user message opening a turn."""
 
     content: str = Field(min_length=1, max_length=200_000)
+    images: list[ImageIn] = Field(default_factory=list, max_length=16)
+    """Images sent with the message (base64, or the hash of an upload)."""
 
 
 class ContentBody(_Body):
@@ -240,6 +243,8 @@ class MessageOut(BaseModel):
     call_id: str | None = None
     name: str | None = None
     is_error: bool | None = None
+    images: list[dict[str, Any]] | None = None
+    """References of the message's images (``sha256``, ``media_type``, ``bytes``, ``width``, ``height``)."""
 
 
 class CallContext(BaseModel):

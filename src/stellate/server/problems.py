@@ -92,6 +92,12 @@ STATUS_BY_CODE: dict[str, int] = {
     "approval_pending": 409,
     "approval_decided": 409,
     "approval_not_found": 404,
+    "not_an_image": 422,
+    "image_too_large": 413,
+    "image_path_refused": 422,
+    "image_unreachable": 422,
+    "images_unsupported": 422,
+    "blob_not_found": 404,
 }
 
 _BY_CLASS: tuple[tuple[type[StellateError], int], ...] = (

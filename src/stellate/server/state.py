@@ -8,6 +8,7 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from stellate.agent import Agent
+from stellate.agent.images import SERVER_IMAGE_POLICY, ImagePolicy
 from stellate.server.auth import Principal, authenticate
 from stellate.server.keys import KeyRing
 from stellate.server.pruning import PrunePolicy
@@ -28,6 +29,8 @@ class ServerState:
     shutdown_grace: float
     prune: PrunePolicy | None = None
     """Periodic pruning of archived sessions (`stellate.server.pruning`), or None."""
+    image_policy: ImagePolicy = SERVER_IMAGE_POLICY
+    """What turns and uploads accept as images: bytes only, up to its ``max_bytes``."""
 
     reflect_every: float | None = None
     """Seconds between scheduled reflections (`stellate.server.reflection_schedule`); None: on request only."""

@@ -12,7 +12,7 @@ import asyncio
 import contextlib
 import dataclasses
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
 from stellate.agent import Agent
@@ -24,6 +24,7 @@ from stellate.engine.events import (
     TurnResult,
 )
 from stellate.errors import ConflictError
+from stellate.log.images import ImageRef
 
 __all__ = ["LiveTurn", "TurnManager", "event_data"]
 
@@ -53,9 +54,11 @@ class LiveTurn:
         """Whether the turn has ended (completed, failed or aborted)."""
         return self._ended or (self.task is not None and self.task.done())
 
-    async def run(self, agent: Agent, content: str, busy_timeout: float | None) -> None:
+    async def run(
+        self, agent: Agent, content: str, busy_timeout: float | None, images: Sequence[ImageRef] = ()
+    ) -> None:
         """Drive the turn to its end, recording every event."""
-        await self.drive(agent.stream(self.session_id, content, busy_timeout=busy_timeout))
+        await self.drive(agent.stream(self.session_id, content, busy_timeout=busy_timeout, images=images))
 
     async def drive(self, events: AsyncIterator[TurnEvent]) -> None:
         """Drive any stream of a turn's events (a new turn, or one resumed by an approval) to its end."""
@@ -135,7 +138,16 @@ class TurnManager:
         live = self._turns.get((space, session_id))
         return live if live is not None and not live.done else None
 
-    async def start(self, space: str, agent: Agent, session_id: str, content: str, *, wait: bool = False) -> LiveTurn:
+    async def start(
+        self,
+        space: str,
+        agent: Agent,
+        session_id: str,
+        content: str,
+        *,
+        wait: bool = False,
+        images: Sequence[ImageRef] = (),
+    ) -> LiveTurn:
         """Start a turn in its own task.
 
         Without ``wait``, a session busy in this process is refused at once, and one busy in another process
@@ -161,7 +173,7 @@ class TurnManager:
                 await asyncio.shield(running.task)
             running = self.current(space, session_id)
         live = LiveTurn(session_id)
-        live.task = asyncio.get_running_loop().create_task(live.run(agent, content, None if wait else 0.0))
+        live.task = asyncio.get_running_loop().create_task(live.run(agent, content, None if wait else 0.0, images))
         self._turns[(space, session_id)] = live
         live.task.add_done_callback(lambda _: self._forget(space, session_id, live))
         return live

@@ -122,6 +122,7 @@ class History:
             summary=last.summary,
             summary_through_seq=last.summary_through_seq,
             cut_through=last.cut_through,
+            may_hold_images=any(segment.has_images for segment, _ in segments),
         )
         history.cursor = last.cursor
         if own:
@@ -215,6 +216,7 @@ class History:
             last_fork_turn=self.last_fork_turn,
             consolidated_turn=self.consolidated_turn,
             bounded_through=self.bounded_through,
+            has_images=fold.may_hold_images,
         )
         self.new_segments.append(segment)
         self.segment_end = segment.end

@@ -9,17 +9,19 @@ length of the history.
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from typing import Any
 
 from stellate.errors import SessionBusyError, UsageError
 from stellate.llm.types import TokenCounter
 from stellate.log.events import make_event
+from stellate.log.images import ImageRef
 from stellate.log.messages import Message, SystemMessage
 from stellate.session.context import build_context, summary_text
 from stellate.session.estimates import PromptEstimator
 from stellate.session.forks import copied_context, inherit_request, opening_events, refuse_existing
 from stellate.session.history import History, load_history, store_new_segments
+from stellate.session.images import SessionImages
 from stellate.session.lease import LeaseHolder
 from stellate.session.output import OutputContract, as_contract, send_structured
 from stellate.session.prompts import default_compress_fn, default_consolidate_fn
@@ -55,6 +57,8 @@ class Session:
         lease = LeaseHolder(store, record.id, runtime)
         self.writer = SessionWriter(store, record, history, lease, weigh=weigh)
         """The session's write path (internal: `Turn` and the agent stage and commit events through it)."""
+        self.images = SessionImages()
+        """The session's image bytes (internal: `Turn` stores a turn's images and attaches them to each call)."""
 
     @property
     def store(self) -> BaseStore:
@@ -270,9 +274,12 @@ class Session:
 
     # -- conversation ----------------------------------------------------------------------------
 
-    def turn(self, content: str) -> Turn:
-        """Open a turn for the engine's tool loop: ``async with session.turn("...") as turn: ...``."""
-        return Turn(self, content)
+    def turn(self, content: str, *, images: Sequence[ImageRef] = ()) -> Turn:
+        """Open a turn for the engine's tool loop: ``async with session.turn("...") as turn: ...``.
+
+        ``images`` (with their bytes attached, see `stellate.log.images.image_ref_of`) go with the user message.
+        """
+        return Turn(self, content, images)
 
     async def send(self, content: str, *, output_type: type[Any] | OutputContract[Any] | None = None) -> SendResult:
         """One user message, one model call, recorded as a complete turn.

@@ -16,6 +16,7 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
 from stellate.errors import FormatError, LLMError, StellateError, UsageError
+from stellate.llm.images import accepts_images, images_unsupported
 from stellate.llm.types import (
     LLMRequest,
     LLMResponse,
@@ -26,6 +27,7 @@ from stellate.llm.types import (
     ToolSpec,
 )
 from stellate.log.events import NewEvent, TurnEndReason, find_unstorable, make_event, now_ms, storable_text
+from stellate.log.images import ImageRef, images_to_json
 from stellate.log.messages import ToolCall, UserMessage
 from stellate.log.repair import repair_events
 from stellate.log.usage import CallUsage
@@ -47,14 +49,18 @@ _REPLACED_NOTE = (
 class Turn:
     """One open turn of a session; use it as ``async with session.turn(content) as turn``."""
 
-    def __init__(self, session: Session, content: str) -> None:
+    def __init__(self, session: Session, content: str, images: Sequence[ImageRef] = ()) -> None:
         if not content or not content.strip():
             raise UsageError("a turn needs a non-empty user message")
+        if images and not accepts_images(session.runtime.llm):
+            llm = session.runtime.llm
+            raise images_unsupported(llm.provider, llm.model)
         problem = find_unstorable(content)
         if problem is not None:
             raise UsageError(f"the message cannot be stored: it holds {problem}; remove it and send again")
         self._session = session
         self._content = content
+        self._images = tuple(images)
         self._partial: list[str] = []
         self._ended = False
         self._lease = contextlib.AsyncExitStack()
@@ -81,6 +87,7 @@ class Turn:
         session.writer.check_writable()
         if not self._resuming:
             self._check_fits()
+            await session.images.store(session.store, self._images)
         # The session's only writer from here on; a lease taken for this turn alone goes back with its last write.
         await self._lease.enter_async_context(session.hold(until_turn_end=True))
         try:
@@ -94,7 +101,7 @@ class Turn:
             session.writer.stage(
                 [
                     make_event("turn/start", {"turn": self.number}),
-                    make_event("user/message", {"content": self._content}),
+                    make_event("user/message", self._user_message()),
                 ]
             )
         except BaseException:
@@ -123,11 +130,17 @@ class Turn:
         finally:
             await self._lease.aclose()
 
+    def _user_message(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"content": self._content}
+        if self._images:
+            data["images"] = images_to_json(self._images)
+        return data
+
     def _check_fits(self) -> None:
         session = self._session
         window = session.runtime.llm.max_context_tokens
         fixed = build_prefix(session.history.slots, None, session.runtime.language) + [
-            UserMessage(content=self._content)
+            UserMessage(content=self._content, images=self._images)
         ]
         needed = session.estimator.count_within(fixed, window, session.history)
         if needed > window:
@@ -232,7 +245,11 @@ class Turn:
         messages = build_context(history, session.runtime.language)
         self._sent = session.estimator.sent(history, messages)
         return LLMRequest(
-            messages=messages, tools=tuple(tools), max_output_tokens=session.runtime.max_output_tokens, output=output
+            # A history with no image at all (the fold knows) is sent as it is: no scan of a long context.
+            messages=await session.images.attach(session.store, messages) if history.fold.may_hold_images else messages,
+            tools=tuple(tools),
+            max_output_tokens=session.runtime.max_output_tokens,
+            output=output,
         )
 
     async def _finish_step(self, response: LLMResponse, timing: _CallTiming) -> SendResult:
@@ -294,8 +311,13 @@ class Turn:
         if self._session.runtime.durability == "step":
             await self._session.writer.flush()
 
-    async def record_tool_result(self, call: ToolCall, content: str, *, is_error: bool = False) -> str:
+    async def record_tool_result(
+        self, call: ToolCall, content: str, *, is_error: bool = False, images: Sequence[bytes] = ()
+    ) -> str:
         """Record a tool's result; the step closes when its last call is answered.
+
+        ``images`` are stored as blobs and referred to by the result (bytes that are no image are left out, with
+        a note in the content saying so).
 
         Returns:
             The content as recorded: characters no store keeps (NUL, unpaired surrogates) are replaced with
@@ -307,16 +329,25 @@ class Turn:
         if replaced:
             result["content"] = stored = stored + _REPLACED_NOTE.format(count=replaced)
             result["replaced_characters"] = replaced
+        if images:
+            refs, note = await self._session.images.store_tool_images(self._session.store, images)
+            result["content"] = stored = stored + note
+            if refs:
+                result["images"] = images_to_json(refs)
         events = [make_event("tool/result", result)]
         if history.cursor.unanswered == (call.id,):
             events.append(make_event("step/end", {"turn": self.number, "step": history.cursor.step}))
         self._session.writer.stage(events)
         return stored
 
-    async def record_tool_results(self, results: Sequence[tuple[ToolCall, str, bool]]) -> list[str]:
+    async def record_tool_results(
+        self, results: Sequence[tuple[ToolCall, str, bool]], *, images: Sequence[Sequence[bytes]] | None = None
+    ) -> list[str]:
         """Record several results in call order, then write them in one batch; returns the contents as recorded."""
+        each = images if images is not None else [()] * len(results)
         recorded = [
-            await self.record_tool_result(call, content, is_error=is_error) for call, content, is_error in results
+            await self.record_tool_result(call, content, is_error=is_error, images=shown)
+            for (call, content, is_error), shown in zip(results, each, strict=True)
         ]
         if self._session.runtime.durability == "step":
             await self._session.writer.flush()

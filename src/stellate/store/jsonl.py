@@ -1,20 +1,25 @@
 """JSONL export and import of one session: a header line with its lineage, then one event per line.
 
-The export holds the session's whole log (inherited prefix included), so the file stands alone. Import
-checks every line before anything is written and names the first bad one.
+The export holds the session's whole log (inherited prefix included), so the file stands alone. The blobs its
+events refer to (images) follow the events, one line each (``{"stellate": "blob", "sha256", "media_type",
+"data": base64}``), counted by the header's ``blobs``. Import checks every line before anything is written and
+names the first bad one; it puts the blobs before it creates the session, so no event refers to a missing blob.
 """
 
 from __future__ import annotations
 
+import base64
+import binascii
 import json
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
-from stellate.errors import FormatError, InvariantError, NotFoundError
+from stellate.errors import FormatError, InvariantError, NotFoundError, StoreError
 from stellate.log.events import Event, NewEvent, validate_event
 from stellate.log.invariants import Cursor, advance
 from stellate.store.base import BaseStore
+from stellate.store.blobs import IMAGE_EVENT_TYPES, BlobStore, blob_hash, referenced_hashes
 from stellate.store.types import SessionId, SessionRecord
 
 __all__ = ["FORMAT_VERSION", "ProgressFn", "export_session", "import_session"]
@@ -27,7 +32,7 @@ ProgressFn = Callable[[int, int], None]
 """Called with (events done, events in all) as an export or import goes."""
 
 
-def _header(record: SessionRecord) -> dict[str, Any]:
+def _header(record: SessionRecord, blobs: int) -> dict[str, Any]:
     return {
         "stellate": "session",
         "format": FORMAT_VERSION,
@@ -38,6 +43,7 @@ def _header(record: SessionRecord) -> dict[str, Any]:
         "fork_seq": record.fork_seq,
         "created_at": record.created_at,
         "events": record.next_seq,
+        "blobs": blobs,
     }
 
 
@@ -57,7 +63,8 @@ async def export_session(
 
 
 async def _export_to(store: BaseStore, record: SessionRecord, fp: IO[str], progress: ProgressFn | None) -> int:
-    fp.write(json.dumps(_header(record), ensure_ascii=False) + "\n")
+    hashes = sorted(referenced_hashes(e.data for e in await store.read_events(record.id, types=IMAGE_EVENT_TYPES)))
+    fp.write(json.dumps(_header(record, len(hashes)), ensure_ascii=False) + "\n")
     done = 0
     while done < record.next_seq:
         chunk = await store.read_events(record.id, start=done, stop=min(done + _CHUNK, record.next_seq))
@@ -65,7 +72,21 @@ async def _export_to(store: BaseStore, record: SessionRecord, fp: IO[str], progr
         done += len(chunk)
         if progress is not None:
             progress(done, record.next_seq)
+    for sha256 in hashes:
+        blob = await _blob_store(store).get_blob(sha256)
+        line = {"stellate": "blob", "sha256": sha256, "media_type": blob.media_type, "data": _b64(blob.data)}
+        fp.write(json.dumps(line) + "\n")
     return done
+
+
+def _blob_store(store: BaseStore) -> BlobStore:
+    if not isinstance(store, BlobStore):
+        raise StoreError(f"{type(store).__name__} keeps no blobs, so it cannot hold images", code="unsupported")
+    return store
+
+
+def _b64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
 
 
 async def import_session(
@@ -95,9 +116,11 @@ async def import_session(
         # Read bytes and decode line by line: a text-mode file decodes in blocks, and its UnicodeDecodeError
         # would name neither the line nor be a stellate error.
         with open(source, "rb") as raw:
-            header, events = _read_file(_decoded(raw), progress)
+            header, events, blobs = _read_file(_decoded(raw), progress)
     else:
-        header, events = _read_file(_guarded(source), progress)
+        header, events, blobs = _read_file(_guarded(source), progress)
+    for media_type, data in blobs:
+        await _blob_store(store).put_blob(data, media_type=media_type)
     parent = header.get("parent_id")
     if parent is not None and await _missing(store, SessionId(parent)):
         parent = None
@@ -143,12 +166,18 @@ def _guarded(lines: Iterable[str]) -> Iterator[str]:
         yield line
 
 
-def _read_file(lines: Iterable[str], progress: ProgressFn | None) -> tuple[dict[str, Any], list[NewEvent]]:
+def _read_file(
+    lines: Iterable[str], progress: ProgressFn | None
+) -> tuple[dict[str, Any], list[NewEvent], list[tuple[str, bytes]]]:
     numbered = enumerate(lines, start=1)
     header = _read_header(next(numbered, (1, "")))
     total = header["events"]
-    cursor, events = Cursor(), []
+    cursor, events = Cursor(), list[NewEvent]()
+    blobs: list[tuple[str, bytes]] = []
     for number, line in numbered:
+        if len(events) == total:  # past the events: the blobs they refer to
+            blobs.append(_parse_blob(number, line))
+            continue
         event = _parse_event(number, line)
         try:
             cursor = advance(cursor, event)
@@ -159,9 +188,24 @@ def _read_file(lines: Iterable[str], progress: ProgressFn | None) -> tuple[dict[
             progress(len(events), total)
     if len(events) != total:
         raise _bad(len(events) + 2, f"file is truncated: header promises {total} events, found {len(events)}")
+    if len(blobs) != header.get("blobs", 0):
+        raise _bad(total + len(blobs) + 2, f"file is truncated: header promises {header['blobs']} blobs")
     if progress is not None:
         progress(len(events), total)
-    return header, events
+    return header, events, blobs
+
+
+def _parse_blob(number: int, line: str) -> tuple[str, bytes]:
+    raw = _json_line(number, line)
+    if raw.get("stellate") != "blob" or not all(isinstance(raw.get(k), str) for k in ("sha256", "media_type", "data")):
+        raise _bad(number, "not a blob line (stellate, sha256, media_type and base64 data)")
+    try:
+        data = base64.b64decode(raw["data"], validate=True)
+    except binascii.Error as exc:
+        raise _bad(number, "the blob's data is not base64") from exc
+    if blob_hash(data) != raw["sha256"]:
+        raise _bad(number, "the blob's data does not match its sha256")
+    return raw["media_type"], data
 
 
 def _read_header(numbered_line: tuple[int, str]) -> dict[str, Any]:

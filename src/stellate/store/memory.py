@@ -10,6 +10,7 @@ from stellate.errors import ConflictError, ForkError, NotFoundError
 from stellate.log.events import Event, NewEvent
 from stellate.store._batch import Fence, PlannedAppend, busy_error, interleaved_range, plan_append
 from stellate.store.base import BaseStore
+from stellate.store.blobs import BLOB_GRACE_MS, Blob, blob_hash, blob_not_found, referenced_hashes
 from stellate.store.erasure import Dependents, ErasePlan, Tombstone, inherited_parts, plan_erasure
 from stellate.store.history import (
     HistoryBounds,
@@ -44,6 +45,7 @@ class MemoryStore(BaseStore):
         self._tombstones: dict[str, list[Tombstone]] = {}
         self.history_bounds = HistoryBounds()
         """What the event history keeps (`stellate.store.history`)."""
+        self._blobs: dict[tuple[str, str], Blob] = {}
 
     @classmethod
     async def open(cls, url: str = "memory://") -> MemoryStore:
@@ -262,6 +264,38 @@ class MemoryStore(BaseStore):
     async def list_tombstones(self) -> list[Tombstone]:
         """The space's tombstones, oldest erase first."""
         return list(self._tombstones.get(self.space, []))
+
+    async def put_blob(self, data: bytes, *, media_type: str) -> str:
+        """Store ``data`` once per space; putting it again refreshes its age (see `stellate.store.blobs`)."""
+        sha256 = blob_hash(data)
+        self._blobs[self.space, sha256] = Blob(sha256=sha256, media_type=media_type, data=data, created_at=self.clock())
+        return sha256
+
+    async def get_blob(self, sha256: str) -> Blob:
+        """The blob under ``sha256``; raises `NotFoundError` (code ``blob_not_found``) when there is none."""
+        blob = self._blobs.get((self.space, sha256))
+        if blob is None:
+            raise blob_not_found(sha256)
+        return blob
+
+    async def has_blobs(self, hashes: Sequence[str]) -> set[str]:
+        """Which of ``hashes`` this space holds."""
+        return {h for h in hashes if (self.space, h) in self._blobs}
+
+    async def delete_unreferenced_blobs(self, *, grace_ms: int = BLOB_GRACE_MS) -> list[str]:
+        """Delete the blobs no event of the space refers to, put more than ``grace_ms`` ago."""
+        async with self._lock:
+            events = (e.data for sid, own in self._events.items() if self._spaces[sid] == self.space for e in own)
+            kept = referenced_hashes(e for e in events if "images" in e)
+            put_before = self.clock() - grace_ms
+            doomed = sorted(
+                sha
+                for (space, sha), blob in self._blobs.items()
+                if space == self.space and sha not in kept and blob.created_at <= put_before
+            )
+            for sha256 in doomed:
+                del self._blobs[self.space, sha256]
+        return doomed
 
     async def search_messages(self, query: SearchQuery) -> SearchPage:
         """Search this space's message text by reading every message (see `stellate.store.search`)."""

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from stellate.store._blob_sql import blob_migration
 from stellate.store._erase_sql import TOMBSTONES_MIGRATION
 from stellate.store._sql import SPACE_MIGRATION
 from stellate.store.pg_search import SEARCH_MIGRATION
@@ -91,4 +92,6 @@ MIGRATIONS: tuple[str, ...] = (
     TOMBSTONES_MIGRATION + ";\n    ALTER TABLE sessions DROP CONSTRAINT IF EXISTS sessions_parent_id_fkey",
     # Message search (stellate.store.pg_search): a trigram index over the messages, built from those stored.
     SEARCH_MIGRATION,
+    # Blobs (stellate.store.blobs): images stored once per space under their sha256, referred to by events.
+    blob_migration("BYTEA"),
 )

@@ -68,6 +68,7 @@ from stellate.store.pg_append import (
     append_params,
     event_columns,
 )
+from stellate.store.pg_blobs import PostgresBlobs
 from stellate.store.pg_erase import erase, lock_lineage
 from stellate.store.pg_errors import describe_url as _describe
 from stellate.store.pg_errors import translate_error as _translate
@@ -115,7 +116,7 @@ _IDLE_CHECK_SECONDS = 2.0  # a connection idle longer than this is pinged before
 _VERSION_TABLE = "CREATE TABLE IF NOT EXISTS stellate_schema (version INTEGER NOT NULL)"
 
 
-class PostgresStore(BaseStore):
+class PostgresStore(BaseStore, PostgresBlobs):
     """Sessions in PostgreSQL, shared by any number of processes. Open it with `PostgresStore.open`."""
 
     def __init__(

@@ -17,6 +17,7 @@ from typing import Any
 from stellate.errors import ConflictError, NotFoundError, SchemaError, StoreError, UsageError
 from stellate.log.events import Event, NewEvent
 from stellate.store._batch import Fence, PlannedAppend, interleaved_range, plan_append
+from stellate.store._blob_sql import blob_migration
 from stellate.store._erase_sql import TOMBSTONES_MIGRATION, select_tombstones_sql, tombstone_from_row
 from stellate.store._history_sql import (
     entries_of,
@@ -59,6 +60,7 @@ from stellate.store.history import (
 )
 from stellate.store.search import SearchPage, SearchQuery
 from stellate.store.segments import StoredSegment
+from stellate.store.sqlite_blobs import SqliteBlobs
 from stellate.store.sqlite_connections import SqliteConnections, Synchronous, WriteTransaction, translate
 from stellate.store.sqlite_erase import check_lineage_exists, erase_sync
 from stellate.store.sqlite_files import sqlite_path
@@ -151,6 +153,8 @@ MIGRATIONS: tuple[str, ...] = (
     # What remains of erased sessions (stellate.store.erasure).
     TOMBSTONES_MIGRATION,
     SEARCH_MIGRATION,  # message search (stellate.store.sqlite_search): FTS5 trigrams, filled from the stored messages
+    # Blobs (stellate.store.blobs): images stored once per space under their sha256, referred to by events.
+    blob_migration("BLOB"),
 )
 
 _SELECT_RECORD = f"SELECT {', '.join(SELECTED_COLUMNS)} FROM sessions"
@@ -175,7 +179,7 @@ _TAKEN = "SELECT 1 FROM sessions WHERE id = ? UNION ALL SELECT 1 FROM tombstones
 _INSERT_EVENTS = f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) VALUES ({', '.join('?' * len(EVENT_COLUMNS))})"
 
 
-class SqliteStore(BaseStore):
+class SqliteStore(BaseStore, SqliteBlobs):
     """The default store: a single SQLite file. Open it with `SqliteStore.open`."""
 
     def __init__(self, path: str, *, busy_timeout_ms: int = 5000, synchronous: Synchronous = "NORMAL") -> None:

@@ -17,7 +17,7 @@ from stellate.store.types import SessionRecord
 
 __all__ = ["LISTED_SPACE", "SCHEMA_VERSION", "read_listing", "sqlite_path"]
 
-SCHEMA_VERSION = 9
+SCHEMA_VERSION = 10
 """The schema version this listing reads: ``len(stellate.store.sqlite.MIGRATIONS)`` (a test keeps them equal)."""
 LISTED_SPACE = "default"
 """The space of an unscoped store handle (``stellate.store.base.DEFAULT_SPACE``)."""

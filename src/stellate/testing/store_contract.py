@@ -17,8 +17,9 @@ Use it for your own backend::
 This module holds the log rules (creation, append, refused writes, materialized state, fork, repair, topology,
 durability, JSONL) and re-exports the rest of the contract, so the one ``import *`` above runs all of it:
 `stellate.testing.lease_contract` (leases and claims), `stellate.testing.space_contract` (spaces),
-`stellate.testing.history_contract` (the event history) and `stellate.testing.search_contract` (message search).
-Their shared builders (`turn`, `open_tool_turn`, ...) live in `stellate.testing.contract_support`.
+`stellate.testing.history_contract` (the event history), `stellate.testing.search_contract` (message search) and
+`stellate.testing.blob_contract` (blobs). Their shared builders (`turn`, `open_tool_turn`, ...) live in
+`stellate.testing.contract_support`.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ from stellate.store import (
     import_session,
 )
 from stellate.testing.approval_contract import *  # noqa: F403
+from stellate.testing.blob_contract import *  # noqa: F403
 from stellate.testing.contract_support import S, with_turns
 
 # `turn` and `open_tool_turn` were first defined here; backends' tests still import them from this module.

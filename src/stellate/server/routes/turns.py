@@ -11,6 +11,7 @@ from stellate.engine.events import TurnResult
 from stellate.server.event_stream import EventStream, ServerSentEvent
 from stellate.server.models import RunningTurns, TurnBody, TurnCancelled
 from stellate.server.problems import problem_of, problem_responses
+from stellate.server.routes.blobs import turn_images
 from stellate.server.sse import json_text
 from stellate.server.state import CallerDep
 from stellate.server.turns import LiveTurn
@@ -30,7 +31,7 @@ _STREAM_DOC = {
 @router.post(
     "/sessions/{session_id}/turns",
     response_model=TurnResult,
-    responses={**problem_responses(404, 409, 503), 200: _STREAM_DOC},
+    responses={**problem_responses(404, 409, 413, 503), 200: _STREAM_DOC},
 )
 async def turn(
     session_id: str,
@@ -44,7 +45,10 @@ async def turn(
     The turn runs in a task of the server: a client that disconnects does not stop it (it completes and is
     in the log); `POST .../turns/current/cancel` does.
     """
-    live = await caller.server.turns.start(caller.space, caller.agent, session_id, body.content, wait=wait)
+    images = await turn_images(caller, body.images)
+    live = await caller.server.turns.start(
+        caller.space, caller.agent, session_id, body.content, wait=wait, images=images
+    )
     if "text/event-stream" in accept:
         return stream_response(live)
     return await live.outcome()

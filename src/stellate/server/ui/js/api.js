@@ -41,6 +41,13 @@ export async function api(path, { method = 'GET', body, signal } = {}) {
   return response.json();
 }
 
+// The bytes of a binary resource of this server (an image), as a Blob.
+export async function fetchBlob(path) {
+  const response = await fetch('/v1' + path, { headers: headers() });
+  if (!response.ok) throw await failure(response);
+  return response.blob();
+}
+
 // Reads a text/event-stream response and calls onEvent(type, data, id) for each event.
 export async function sse(path, { method = 'GET', body, signal, onEvent, lastEventId } = {}) {
   const extra = { Accept: 'text/event-stream' };

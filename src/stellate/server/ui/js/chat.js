@@ -7,6 +7,7 @@ import { adoptBranchTurn, messageActions } from './branching.js';
 import { approvalActions, awaitingBadge, decisionNote } from './approvals.js';
 import { append, clear, clip, fill, h, pretty } from './dom.js';
 import { t } from './i18n.js';
+import { ImagePicker, thumbnails } from './images.js';
 import { forest } from './live.js';
 import { renderMarkdown } from './markdown.js';
 import { distinction, turnsText } from './names.js';
@@ -59,7 +60,9 @@ class ChatPage {
     this.sendButton = h('button', { type: 'button', class: 'primary', text: t('chat.send'), onclick: () => this.send() });
     this.stopButton = h('button', { type: 'button', class: 'danger', text: t('chat.stop'), onclick: () => this.stop() });
     this.stopButton.hidden = true;
-    this.composer = h('div', { class: 'composer' }, this.input, h('div', { class: 'buttons' }, this.stopButton, this.sendButton));
+    this.picker = new ImagePicker(this.input, (message) => toast(message, 'error'));
+    this.composer = h('div', { class: 'composer' }, this.picker.chips, this.input, this.picker.input,
+      h('div', { class: 'buttons' }, this.picker.button, this.stopButton, this.sendButton));
     fill(container, h('section', { class: 'page chat-page' },
       h('aside', { class: 'tree-pane' }, h('h2', { text: t('chat.sessions') }), new MessageSearch().element, filter, this.tree),
       h('div', { class: 'chat-pane' }, this.header, this.messages, this.composer)));
@@ -213,7 +216,7 @@ class ChatPage {
   renderItem(item) {
     if (item.kind === 'user') {
       return h('div', { class: 'msg user' + (item.inherited ? ' inherited' : ''), dataset: { seq: item.seq } },
-        h('div', { class: 'bubble', translate: 'no', text: item.text }), messageActions(this, item));
+        h('div', { class: 'bubble', translate: 'no', text: item.text }, thumbnails(item.images)), messageActions(this, item));
     }
     if (item.kind === 'tool') return toolCard(item, this.approvalOf(item));
     if (item.kind === 'note') return h('div', { class: 'msg note' }, t('chat.summary'), ' ', h('span', { translate: 'no', text: clip(item.text, 400) }));
@@ -265,14 +268,16 @@ class ChatPage {
     this.streaming = turn;
     this.setBusy(true);
     if (this.messages.querySelector('.empty')) clear(this.messages);
-    this.messages.append(h('div', { class: 'msg user' }, h('div', { class: 'bubble', translate: 'no', text: content })));
     // Until the first token (or tool call) arrives, the person sees that the model is at work.
     turn.thinking = h('div', { class: 'msg assistant thinking', role: 'status' }, h('span', { class: 'dots', 'aria-hidden': 'true' }), t('chat.thinking'));
-    this.messages.append(turn.thinking);
-    this.scrollDown();
     try {
+      const images = await this.picker.take(); // uploaded first: the turn refers to them by hash
+      this.messages.append(h('div', { class: 'msg user' }, h('div', { class: 'bubble', translate: 'no', text: content },
+        thumbnails(images))));
+      this.messages.append(turn.thinking);
+      this.scrollDown();
       await sse(`/sessions/${sid(this.id)}/turns?wait=true`, { // behind another writer's turn: wait, and say so
-        method: 'POST', body: { content }, signal: turn.controller.signal,
+        method: 'POST', body: { content, images: images.map((i) => ({ sha256: i.sha256 })) }, signal: turn.controller.signal,
         onEvent: (type, data) => this.onTurnEvent(turn, type, data),
       });
     } catch (error) {
@@ -361,6 +366,7 @@ export function toolCard(item, extra = null) {
     open: waiting ? true : null }, summary,
     h('div', { class: 'tool-section' }, h('h4', { text: t('tool.arguments') }), h('pre', { translate: 'no', text: pretty(item.args ?? '') })),
     state === 'running' || state === 'waiting' ? null
-      : h('div', { class: 'tool-section' }, h('h4', { text: item.isError ? t('tool.error') : t('tool.result') }), h('pre', { translate: 'no', text: pretty(item.result) })),
+      : h('div', { class: 'tool-section' }, h('h4', { text: item.isError ? t('tool.error') : t('tool.result') }), h('pre', { translate: 'no', text: pretty(item.result) }),
+        thumbnails(item.images)),
     extra);
 }

@@ -4,6 +4,7 @@
 import { allEvents, api, sid } from './api.js';
 import { clock, fill, h, pretty } from './dom.js';
 import { t } from './i18n.js';
+import { thumbnails } from './images.js';
 import { forest } from './live.js';
 import { nameOf, sessionName, turnsText } from './names.js';
 import { SessionPicker } from './picker.js';
@@ -80,6 +81,7 @@ class Inspector {
       h('span', { class: 'role', text: t('role.' + m.role) }),
       m.name ? h('span', { class: 'muted', translate: 'no', text: ' ' + m.name }) : null,
       h('pre', { class: 'content', translate: 'no', text: m.content }),
+      thumbnails(m.images),
       m.tool_calls && m.tool_calls.length ? h('pre', { class: 'calls', translate: 'no', text: pretty(m.tool_calls) }) : null));
     const tools = context.tools.map((tool) => h('li', {}, h('details', {},
       h('summary', { translate: 'no' }, h('strong', { text: tool.name }), ' ', h('span', { class: 'muted', text: tool.description })),

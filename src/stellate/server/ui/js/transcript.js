@@ -13,7 +13,7 @@ export function conversationOf(events) {
         turn = { number: data.turn, items: [] };
         break;
       case 'user/message':
-        push({ kind: 'user', seq: event.seq, text: data.content, time: event.time });
+        push({ kind: 'user', seq: event.seq, text: data.content, time: event.time, images: data.images || [] });
         break;
       case 'assistant/message':
         push({ kind: 'assistant', seq: event.seq, text: data.content || '', time: event.time, model: data.model,
@@ -43,6 +43,7 @@ export function conversationOf(events) {
         let card = calls.get(data.call_id);
         if (!card) { card = { kind: 'tool', seq: event.seq, name: data.name, args: null, time: event.time }; push(card); }
         card.result = data.content;
+        card.images = data.images || [];
         card.isError = Boolean(data.is_error);
         card.duration = event.time - card.time;
         break;
