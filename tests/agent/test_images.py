@@ -153,9 +153,9 @@ async def test_an_export_whose_blob_does_not_match_its_hash_is_refused(tmp_path:
         await target.close()
 
 
-async def test_a_model_that_cannot_see_images_refuses_before_anything_is_written() -> None:
+async def test_a_model_that_cannot_see_images_refuses_before_anything_is_written(require_extra: Any) -> None:
     """The local llama.cpp adapter declines images: ``images_unsupported``, and the log stays as it was."""
-    pytest.importorskip("llama_cpp")
+    require_extra("llama_cpp", "local")
     from stellate.llm.local import LlamaCppAdapter
 
     async with Agent("memory://", llm=LlamaCppAdapter()) as agent:
@@ -167,9 +167,9 @@ async def test_a_model_that_cannot_see_images_refuses_before_anything_is_written
         assert await (await agent.store()).read_events(SessionId(root.id)) == before
 
 
-async def test_the_local_adapter_refuses_a_history_with_images() -> None:
+async def test_the_local_adapter_refuses_a_history_with_images(require_extra: Any) -> None:
     """Sent a context that holds an image anyway (a fork of a session that had one), it raises the same code."""
-    pytest.importorskip("llama_cpp")
+    require_extra("llama_cpp", "local")
     from stellate.llm.local import LlamaCppAdapter
     from stellate.llm.types import LLMRequest
     from stellate.log.images import image_ref_of
