@@ -2,14 +2,11 @@
 
 from __future__ import annotations
 
-import asyncio
-import socket
-import threading
 from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
-import uvicorn
+from client_support import running_in_thread
 
 from stellate import Agent, ForkOptions, SessionConfig
 from stellate.client import Client, SyncClient
@@ -70,19 +67,8 @@ async def test_errors_keep_their_class_and_code(client: Client) -> None:
 def server_url() -> Iterator[str]:
     """A real server in a thread of its own (the sync client blocks the calling thread)."""
     app = create_app(Agent(MemoryStore(), llm=echo_llm()))
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
-    thread.start()
-    try:
-        while not server.started:
-            threading.Event().wait(0.01)
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
+    with running_in_thread(app) as url:
+        yield url
 
 
 def test_the_sync_client_blocks_and_streams(server_url: str) -> None:

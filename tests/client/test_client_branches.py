@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-import asyncio
-import socket
-import threading
 from collections.abc import Iterator
 
 import pytest
-import uvicorn
+from client_support import running_in_thread
 
 from stellate import Agent
 from stellate.agent.replay import ReplayTurn
@@ -28,19 +25,8 @@ def echo_llm(name: str = "echo") -> ScriptedLLM:
 def server_url() -> Iterator[str]:
     """A real server in a thread of its own, with a second model named ``other``."""
     app = create_app(Agent(MemoryStore(), llm=echo_llm(), adapters={"other": echo_llm("other")}))
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
-    thread.start()
-    try:
-        while not server.started:
-            threading.Event().wait(0.01)
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
+    with running_in_thread(app) as url:
+        yield url
 
 
 async def test_the_remote_agent_branches_like_the_local_one(server_url: str) -> None:

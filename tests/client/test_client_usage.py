@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
-import socket
-import threading
 from collections.abc import Iterator
 
 import httpx
 import pytest
-import uvicorn
+from client_support import running_in_thread
 
 from stellate import Agent
 from stellate.agent import Price
@@ -67,19 +64,8 @@ async def test_the_remote_report_and_window_equal_the_local_ones() -> None:
 @pytest.fixture
 def server_url() -> Iterator[str]:
     app = create_app(Agent(MemoryStore(), llm=llm(), prices=PRICES))
-    sock = socket.socket()
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])), daemon=True)
-    thread.start()
-    try:
-        while not server.started:
-            threading.Event().wait(0.01)
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}"
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
+    with running_in_thread(app) as url:
+        yield url
 
 
 def test_the_sync_client_reads_usage_over_real_http(server_url: str) -> None:
