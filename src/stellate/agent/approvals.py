@@ -14,9 +14,9 @@ import dataclasses
 from collections.abc import AsyncIterator, Callable
 from typing import TYPE_CHECKING
 
+from stellate.agent.parts import AgentParts
 from stellate.agent.turn_notices import turn_error
 from stellate.engine.approval import (
-    ApprovalPolicy,
     PendingApproval,
     decision_data,
     expired_decisions,
@@ -30,10 +30,6 @@ from stellate.store import BaseStore, SessionId
 from stellate.store.digests import SessionDigest
 
 if TYPE_CHECKING:
-    from stellate.agent._locks import SessionLocks
-    from stellate.agent.bus import EventBus
-    from stellate.agent.consolidation import Consolidator
-    from stellate.engine.tools import ToolRegistry
     from stellate.session.session import Session
 
 __all__ = ["AgentApprovals", "refuse_paused", "with_approvals"]
@@ -75,25 +71,8 @@ async def with_approvals(store: BaseStore, digests: list[SessionDigest]) -> list
     return out
 
 
-class AgentApprovals:
+class AgentApprovals(AgentParts):
     """Approval of tool calls; `Agent` provides the store, the sessions, the locks and the turn's parts."""
-
-    events: EventBus
-    approvals: ApprovalPolicy
-    max_rounds: int
-    busy_timeout: float
-    _locks: SessionLocks
-    _consolidator: Consolidator
-
-    async def store(self) -> BaseStore:
-        """The agent's store, opened on first use."""
-        raise NotImplementedError
-
-    async def _session(self, session_id: str, *, fresh: bool = True) -> Session:
-        raise NotImplementedError
-
-    async def _tools_for(self, session: Session) -> ToolRegistry:
-        raise NotImplementedError
 
     # -- reading ---------------------------------------------------------------------------------
 

@@ -9,35 +9,19 @@ in the event history first (so the erase takes them too), forgets its cached ses
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING
 
 from stellate.agent.image_store import refers_to_images, sweep_images_after_erase
+from stellate.agent.parts import AgentParts
 from stellate.engine.events import SessionErased
 from stellate.errors import UsageError
 from stellate.store import BaseStore, SessionId
 from stellate.store.erasure import Dependents, ErasePlan, Tombstone
 
-if TYPE_CHECKING:
-    from stellate.agent.bus import EventBus
-    from stellate.agent.sessions import SessionCache
-
 __all__ = ["AgentErasure"]
 
 
-class AgentErasure:
+class AgentErasure(AgentParts):
     """Erasure; `Agent` provides the store, the session cache, the event bus and ``busy_timeout``."""
-
-    events: EventBus
-    _sessions: SessionCache
-    busy_timeout: float
-
-    async def store(self) -> BaseStore:
-        """The agent's store, opened on first use."""
-        raise NotImplementedError
-
-    async def events_recorded(self) -> None:
-        """Return once the events published so far are in the event history."""
-        raise NotImplementedError
 
     async def plan_erase(
         self, session_id: str, *, subtree: bool = False, dependents: Dependents | None = None

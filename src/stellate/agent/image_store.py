@@ -7,7 +7,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from stellate.agent.images import ImagePolicy, ImageSource, load_image
+from stellate.agent.images import ImageSource, load_image
+from stellate.agent.parts import AgentParts
 from stellate.errors import StoreError
 from stellate.log.images import ImageRef
 from stellate.store import BaseStore, SessionId
@@ -16,14 +17,8 @@ from stellate.store.blobs import BLOB_GRACE_MS, IMAGE_EVENT_TYPES, Blob, BlobSto
 __all__ = ["AgentImages", "refers_to_images", "sweep_images_after_erase"]
 
 
-class AgentImages:
+class AgentImages(AgentParts):
     """Images by content address; `Agent` provides the store and the image policy."""
-
-    image_policy: ImagePolicy
-
-    async def store(self) -> BaseStore:
-        """The agent's store, opened on first use."""
-        raise NotImplementedError
 
     async def _blobs(self) -> BlobStore:
         store = await self.store()

@@ -6,36 +6,19 @@ A base class of `Agent`, so the agent's module keeps to its lifecycle, turns and
 from __future__ import annotations
 
 import dataclasses
-from typing import TYPE_CHECKING
 
 from stellate.agent.approvals import with_approvals
+from stellate.agent.parts import AgentParts
 from stellate.agent.topology import SessionDigest, TopologyNode, build_forest, digest_of
 from stellate.engine.events import InsightUpdated, MemoryUpdated
 from stellate.log.messages import Message
-from stellate.store import BaseStore, SessionId
-
-if TYPE_CHECKING:
-    from stellate.agent._locks import SessionLocks
-    from stellate.agent.bus import EventBus
-    from stellate.agent.consolidation import Consolidator
-    from stellate.session.session import Session
+from stellate.store import SessionId
 
 __all__ = ["AgentReads"]
 
 
-class AgentReads:
+class AgentReads(AgentParts):
     """Reading and slot writes; `Agent` provides the store, the session cache and the locks."""
-
-    events: EventBus
-    _locks: SessionLocks
-    _consolidator: Consolidator
-
-    async def store(self) -> BaseStore:
-        """The agent's store, opened on first use."""
-        raise NotImplementedError
-
-    async def _session(self, session_id: str, *, fresh: bool = True) -> Session:
-        raise NotImplementedError
 
     # -- reading ---------------------------------------------------------------------------------
 

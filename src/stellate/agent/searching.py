@@ -6,19 +6,15 @@ A base class of `Agent`, like `stellate.agent.reading.AgentReads`; the rules of 
 
 from __future__ import annotations
 
+from stellate.agent.parts import AgentParts
 from stellate.errors import UsageError
-from stellate.store import BaseStore
 from stellate.store.search import MessageSearch, SearchHit, SearchPage, SearchQuery
 
 __all__ = ["AgentSearch", "SearchHit", "SearchPage"]
 
 
-class AgentSearch:
+class AgentSearch(AgentParts):
     """Message search; `Agent` provides the store."""
-
-    async def store(self) -> BaseStore:
-        """The agent's store, opened on first use."""
-        raise NotImplementedError
 
     async def search(
         self, query: str, *, include_archived: bool = False, limit: int = 20, offset: int = 0

@@ -10,17 +10,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 from stellate.agent.context_window import ContextWindow, context_window
-from stellate.agent.prices import Price, Prices, call_cost, sum_costs
+from stellate.agent.parts import AgentParts
+from stellate.agent.prices import Prices, call_cost, sum_costs
 from stellate.log.events import Event
 from stellate.log.usage import MODEL_CALLED, CallUsage, UsageTotals, call_usage, usage_totals
-
-if TYPE_CHECKING:
-    from stellate.engine.tools import ToolRegistry
-    from stellate.session.session import Session
-    from stellate.store import BaseStore
 
 __all__ = ["AgentUsage", "CallRow", "ContextWindow", "TurnUsage", "UsageReport", "usage_report"]
 
@@ -122,21 +117,8 @@ def _turns(rows: Sequence[CallRow], called: Sequence[Event]) -> list[TurnUsage]:
     ]
 
 
-class AgentUsage:
+class AgentUsage(AgentParts):
     """The usage reads of `Agent`: per-call cost and the context window of a past call."""
-
-    prices: dict[str, Price]
-    """The price table (model or ``provider/model`` -> `Price`); empty: no cost is known."""
-
-    async def store(self) -> BaseStore:
-        """The agent's store, opened on first use."""
-        raise NotImplementedError
-
-    async def _session(self, session_id: str, *, fresh: bool = True) -> Session:
-        raise NotImplementedError
-
-    async def _tools_for(self, session: Session) -> ToolRegistry:
-        raise NotImplementedError
 
     async def usage_report(self, session_id: str) -> UsageReport:
         """Every model call of the session with its tokens, latency and cost; totals per turn and per session.
