@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 from test_lease_processes import new_session, read_line, store, store_url, workers
 from test_lease_processes import start as start_lease_worker
+from test_lease_processes import start as start_worker
 
 from stellate import Agent
 from stellate.errors import NotFoundError, SessionBusyError
@@ -31,16 +32,7 @@ __all__ = ["store", "store_url", "workers"]  # fixtures shared with the lease te
 
 
 def start(workers: list[subprocess.Popen[str]], *args: str) -> subprocess.Popen[str]:
-    path = os.pathsep.join(filter(None, [str(Path(WORKER).parent), os.environ.get("PYTHONPATH")]))
-    proc = subprocess.Popen(
-        [sys.executable, WORKER, *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": path},
-    )
-    workers.append(proc)
-    return proc
+    return start_worker(workers, *args, script=WORKER)
 
 
 def stored_rows(store_url: str, ids: list[str]) -> int:

@@ -56,8 +56,16 @@ def workers() -> Iterator[list[subprocess.Popen[str]]]:
                 stream.close()
 
 
-def start(workers: list[subprocess.Popen[str]], *args: str) -> subprocess.Popen[str]:
-    proc = subprocess.Popen([sys.executable, WORKER, *args], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def start(workers: list[subprocess.Popen[str]], *args: str, script: str = WORKER) -> subprocess.Popen[str]:
+    """Run ``script`` (the lease worker by default) with ``args``; its folder joins the path, for its helpers."""
+    path = os.pathsep.join(filter(None, [str(Path(script).parent), os.environ.get("PYTHONPATH")]))
+    proc = subprocess.Popen(
+        [sys.executable, script, *args],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "PYTHONPATH": path},
+    )
     workers.append(proc)
     return proc
 

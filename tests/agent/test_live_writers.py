@@ -7,12 +7,11 @@ writes memory, insights and labels and forks the same session as fast as it can.
 from __future__ import annotations
 
 import asyncio
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 from test_lease_processes import new_session, read_line, store, store_url, turns_of, workers
+from test_lease_processes import start as start_worker
 
 from stellate.log import check_log
 from stellate.store import BaseStore, SessionId
@@ -23,16 +22,7 @@ __all__ = ["store", "store_url", "workers"]  # fixtures shared with the lease te
 
 
 def start(workers: list[subprocess.Popen[str]], *args: str) -> subprocess.Popen[str]:
-    path = os.pathsep.join(filter(None, [str(Path(WORKER).parent), os.environ.get("PYTHONPATH")]))
-    proc = subprocess.Popen(
-        [sys.executable, WORKER, *args],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env={**os.environ, "PYTHONPATH": path},
-    )
-    workers.append(proc)
-    return proc
+    return start_worker(workers, *args, script=WORKER)
 
 
 async def lines_until_done(proc: subprocess.Popen[str]) -> list[str]:

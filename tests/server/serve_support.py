@@ -32,6 +32,16 @@ def free_port() -> int:
         return int(sock.getsockname()[1])
 
 
+def schema_url(pg_url: str, schema: str) -> str:
+    """A new PostgreSQL schema, chosen with libpq's search_path option as a deployment would."""
+    import psycopg
+    from psycopg import sql
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(schema)))
+    return f"{pg_url}?options=-csearch_path%3D{schema}"
+
+
 @dataclass
 class Worker:
     """One ``stellate serve`` process."""

@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 import pytest
-from serve_support import Worker
+from serve_support import Worker, schema_url
 from serve_support import start_worker as launch_worker
 
 from stellate.log import check_log
@@ -42,13 +42,7 @@ async def model() -> AsyncIterator[MockLLMServer]:
 
 @pytest.fixture
 def db_url(pg_url: str, pg_schema: str) -> str:
-    """The test's schema, chosen with libpq's search_path option as a deployment would."""
-    import psycopg
-    from psycopg import sql
-
-    with psycopg.connect(pg_url, autocommit=True) as conn:
-        conn.execute(sql.SQL("CREATE SCHEMA {}").format(sql.Identifier(pg_schema)))
-    return f"{pg_url}?options=-csearch_path%3D{pg_schema}"
+    return schema_url(pg_url, pg_schema)
 
 
 @pytest.fixture

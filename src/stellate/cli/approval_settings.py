@@ -31,8 +31,10 @@ def approvals_from_env(env: Mapping[str, str]) -> dict[str, Approval]:
         name, _, deadline = entry.partition("=")
         seconds, _, mode = deadline.partition(":")
         try:
+            if mode not in ("", "approve", "deny"):
+                raise ValueError(mode)
             timeout = float(seconds) if seconds else None
-            approvals[name.strip()] = Approval(timeout=timeout, on_timeout=mode or "deny")  # type: ignore[arg-type]
+            approvals[name.strip()] = Approval(timeout=timeout, on_timeout="approve" if mode == "approve" else "deny")
         except (ValueError, UsageError) as exc:
             raise UsageError(
                 f"${APPROVE_TOOLS_ENV}: {entry!r} is not NAME, NAME=SECONDS or NAME=SECONDS:approve|deny",
