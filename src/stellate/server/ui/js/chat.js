@@ -209,6 +209,7 @@ class ChatPage {
     clear(this.messages);
     if (!this.items.length) emptyState(this.messages, t('chat.emptySession'));
     for (const item of this.items) this.messages.append(this.renderItem(item));
+    if (this.problem) this.messages.append(this.problemNode());
     for (const card of this.messages.querySelectorAll('details')) if (opened.has(card.dataset.seq)) card.open = true;
     if (atEnd) this.scrollDown(); else this.messages.scrollTop = top;
   }
@@ -264,6 +265,7 @@ class ChatPage {
     const content = this.input.value.trim();
     if (!content || this.streaming || !this.id) return;
     this.input.value = '';
+    this.problem = null;
     const turn = { controller: new AbortController(), bubble: null, text: '', cards: new Map() };
     this.streaming = turn;
     this.setBusy(true);
@@ -342,10 +344,16 @@ class ChatPage {
     this.scrollDown();
   }
 
+  // The last turn's problem stays under the conversation until the next turn, whatever renders it again.
   showProblem(problem) {
-    const cancelled = problem.code === 'turn_cancelled';
-    this.messages.append(h('div', { class: 'msg problem', role: 'alert' }, cancelled ? t('chat.stopped') : errorNode(problem)));
+    this.problem = problem;
+    this.messages.append(this.problemNode());
     this.scrollDown();
+  }
+
+  problemNode() {
+    const cancelled = this.problem.code === 'turn_cancelled';
+    return h('div', { class: 'msg problem', role: 'alert' }, cancelled ? t('chat.stopped') : errorNode(this.problem));
   }
 
   async stop() {
