@@ -27,7 +27,7 @@ from bench.worker import run_case
 
 ROOT = Path(__file__).resolve().parents[2]
 IN_CI = os.environ.get("CI", "").lower() == "true"
-CASES = plan.cases(plan.SMOKE, {"B1", "B2", "B3", "B4", "B5", "B6", "B8", "B9", "B10"})
+CASES = plan.cases(plan.SMOKE, {"B1", "B2", "B3", "B4", "B5", "B6", "B8", "B9", "B10", "B11"})
 
 
 def _id(case: plan.Case) -> str:

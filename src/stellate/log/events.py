@@ -31,6 +31,7 @@ __all__ = [
     "now_ms",
     "storable_text",
     "stored_event",
+    "validate_decoded",
     "validate_event",
 ]
 
@@ -290,6 +291,24 @@ def validate_event(event: NewEvent | Event) -> str:
     if problem is not None:
         where, message = problem
         raise FormatError(f"bad data for {event.type!r}: {where}: {message}", type=event.type)
+    return text
+
+
+def validate_decoded(event: NewEvent | Event) -> str:
+    """`validate_event` for data just decoded by `json.loads` (an import's lines): the same checks, errors and text.
+
+    Decoded JSON holds only JSON types under string keys, so the walk over the value that `validate_event` makes
+    is needed only where the encoded text shows what JSON decodes but a store cannot keep the same (NaN or an
+    infinity, -0.0, a NUL, a lone surrogate); such a text, or data that fails its schema, takes `validate_event`.
+    """
+    data = event.data
+    schema = EVENT_TYPES.get(event.type)
+    if type(data) is not dict or schema is None:
+        return validate_event(event)
+    text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    suspect = "NaN" in text or "Infinity" in text or "-0.0" in text or "\\u0000" in text
+    if suspect or _SURROGATES.search(text) is not None or _problem(schema, data) is not None:
+        return validate_event(event)
     return text
 
 

@@ -13,6 +13,7 @@ from stellate.log.state import fold_slots
 from stellate.store.types import Lease, SessionRecord
 
 __all__ = [
+    "CheckedEvents",
     "Fence",
     "KnownHeads",
     "PlannedAppend",
@@ -69,6 +70,18 @@ def check_fence(record: SessionRecord, events: Sequence[NewEvent], fence: Fence)
         return
     if lease is not None and lease.is_live(fence.now) and any(e.type not in FREE_STANDING_TYPES for e in events):
         raise busy_error(record.id, lease, fence.now)
+
+
+class CheckedEvents(list[NewEvent]):
+    """A batch whose events were validated already, with the JSON texts validation returned for them, in order.
+
+    An import checks every line before it writes anything; `plan_append` then takes these texts instead of
+    validating the events a second time.
+    """
+
+    def __init__(self, events: list[NewEvent], texts: list[str]) -> None:
+        super().__init__(events)
+        self.texts = texts
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,8 +155,9 @@ def plan_append(
     cursor = record.cursor
     events: list[Event] = []
     texts: list[str] = []
-    for new in new_events:
-        texts.append(validate_event(new))
+    checked = new_events.texts if isinstance(new_events, CheckedEvents) else None
+    for index, new in enumerate(new_events):
+        texts.append(validate_event(new) if checked is None else checked[index])
         event = Event(seq=cursor.next_seq, type=new.type, time=new.time, data=new.data, ignorable=new.ignorable)
         cursor = advance(cursor, event)
         events.append(event)
