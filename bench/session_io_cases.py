@@ -36,9 +36,7 @@ _EVENTS_DDL = """CREATE TABLE events (
 
 def _export_floor(db_path: Path, sid: str, out: Path) -> int:
     conn = sqlite3.connect(str(db_path))
-    rows = conn.execute(
-        "SELECT seq, type, time, data, ignorable FROM events WHERE session_id = ? ORDER BY seq", (sid,)
-    )
+    rows = conn.execute("SELECT seq, type, time, data, ignorable FROM events WHERE session_id = ? ORDER BY seq", (sid,))
     count = 0
     with open(out, "w", encoding="utf-8") as fp:
         for seq, kind, stamp, data, flag in rows:
@@ -70,6 +68,9 @@ def _import_floor(source: Path, db_path: Path, sid: str) -> int:
     return len(rows)
 
 
+_RUNTIME = SessionRuntime(llm=InstantLLM())
+
+
 def _fresh(path: Path) -> None:
     for suffix in ("", "-wal", "-shm"):
         Path(f"{path}{suffix}").unlink(missing_ok=True)
@@ -81,7 +82,8 @@ async def _build(directory: Path, n: int) -> tuple[Path, str, int, list[int]]:
     sid = await _new_session(store, n // EVENTS_PER_TURN)
     events = (await store.get_session(SessionId(sid))).next_seq
     await Session.load(store, SessionId(sid), SessionRuntime(llm=InstantLLM()))  # a first open stores the segments
-    calls = [e.seq for e in await store.read_events(SessionId(sid), types=("assistant/message",)) if "provider" in e.data]
+    replies = await store.read_events(SessionId(sid), types=("assistant/message",))
+    calls = [e.seq for e in replies if "provider" in e.data]
     await store.close()
     return base, sid, events, calls
 
@@ -113,11 +115,11 @@ async def b11(params: dict[str, Any]) -> dict[str, Any]:
         assert _import_floor(exported, target, "imported") == events
         out["import_floor"].append(ms(time.perf_counter() - start))
     steps = {"ctx_early": calls[0], "ctx_middle": calls[len(calls) // 2], "ctx_last": calls[-1]}
-    for _ in range(runs):
+    for _ in range(3 * runs):  # cheap and noisy: more runs
         for key, step in steps.items():
             out[key].append(await _cold_context(base, sid, step))
         out["record"].append(await _cold(base, lambda s: s.get_session(SessionId(sid))))
-        out["load"].append(await _cold(base, lambda s: Session.load(s, SessionId(sid), SessionRuntime(llm=InstantLLM()))))
+        out["load"].append(await _cold(base, lambda s: Session.load(s, SessionId(sid), _RUNTIME)))
     return {key: {"ms": values, "events": events} for key, values in out.items()}
 
 
@@ -135,4 +137,3 @@ async def _cold_context(base: Path, sid: str, step: int) -> float:
     assert found.step == step and found.messages, found
     await store.close()
     return elapsed
-

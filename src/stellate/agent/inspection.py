@@ -9,7 +9,7 @@ from stellate.errors import UsageError
 from stellate.llm.types import ToolSpec
 from stellate.log.messages import Message
 from stellate.session.context import build_context
-from stellate.session.history import load_history
+from stellate.session.history import load_history_at
 from stellate.store import SessionId
 
 __all__ = ["CallContext", "context_at"]
@@ -47,10 +47,9 @@ async def context_at(agent: Agent, session_id: str, step: int | None = None) -> 
     record = await store.get_session(SessionId(session_id))
     if step is None:
         step = await _last_call(agent, session_id)
-    found = await store.read_events(record.id, start=step, stop=step + 1) if step >= 0 else []
-    if not found or found[0].type != "assistant/message":
+    past, reply = await load_history_at(store, record, step) if 0 <= step < record.next_seq else (None, None)
+    if past is None or reply is None or reply.type != "assistant/message":
         raise UsageError(f"seq {step} of session {session_id} is not an assistant message")
-    past = await load_history(store, record, stop=step)
     if not past.cursor.step_open:
         raise UsageError(f"seq {step} was not produced by a model call (it stands outside a step)")
     return CallContext(

@@ -13,13 +13,13 @@ import sqlite3
 from collections.abc import Sequence
 from typing import Any
 
+from stellate.store._sql import select_events_sql
 from stellate.store.base import BaseStore
 from stellate.store.types import SessionId
 
 __all__ = ["event_lines", "image_data"]
 
-_SELECT = "SELECT seq, type, time, data, ignorable FROM events WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq"
-_SELECT_TYPES = "SELECT data FROM events WHERE session_id = ? AND seq >= ? AND seq < ? AND type IN ({}) ORDER BY seq"
+_SELECT = select_events_sql(placeholder="?", types=None, reverse=False, limit=None)
 
 
 def _dumps(value: Any) -> str:
@@ -44,7 +44,10 @@ def _raw_store(store: BaseStore) -> Any:
     return store if isinstance(store, SqliteStore) else None
 
 
-async def _raw_parts(store: BaseStore, session_id: SessionId, start: int, stop: int) -> list[tuple[SessionId, int, int]]:
+_Parts = list[tuple[SessionId, int, int]]
+
+
+async def _raw_parts(store: BaseStore, session_id: SessionId, start: int, stop: int) -> _Parts:
     return [(sid, lo, hi) for sid, lo, hi in await store._segments(session_id, max(start, 0), stop) if lo < hi]
 
 
@@ -80,8 +83,8 @@ async def event_lines(store: BaseStore, session_id: SessionId, start: int, stop:
 
 
 def _data_sync(db: sqlite3.Connection, parts: Sequence[tuple[SessionId, int, int]], types: Sequence[str]) -> list[str]:
-    sql = _SELECT_TYPES.format(", ".join("?" * len(types)))
-    return [row[0] for part in parts for row in _select(db, sql, (*part, *types))]
+    sql = select_events_sql(placeholder="?", types=types, reverse=False, limit=None)
+    return [row[3] for part in parts for row in _select(db, sql, (*part, *types))]
 
 
 async def image_data(store: BaseStore, session_id: SessionId, stop: int, types: Sequence[str]) -> list[Any]:

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from stellate.errors import FormatError, InvariantError, NotFoundError, StoreError
-from stellate.log.events import Event, JsonObject, NewEvent, stored_event, validate_decoded
+from stellate.log.events import Event, stored_event, validate_decoded
 from stellate.log.invariants import Cursor, advance
 from stellate.store._batch import CheckedEvents
 from stellate.store.base import BaseStore
-from stellate.store.event_lines import event_lines, image_data
 from stellate.store.blobs import IMAGE_EVENT_TYPES, BlobStore, blob_hash, referenced_hashes
+from stellate.store.event_lines import event_lines, image_data
 from stellate.store.types import SessionId, SessionRecord
 
 __all__ = ["FORMAT_VERSION", "ProgressFn", "export_session", "import_session"]
@@ -178,7 +178,7 @@ def _read_file(
     numbered = enumerate(lines, start=1)
     header = _read_header(next(numbered, (1, "")))
     total = header["events"]
-    cursor, events, texts = Cursor(), list[NewEvent](), list[str]()
+    cursor, events, texts = Cursor(), list[Event](), list[str]()
     blobs: list[tuple[str, bytes]] = []
     for number, line in numbered:
         if len(events) == total:  # past the events: the blobs they refer to
@@ -189,7 +189,7 @@ def _read_file(
             cursor = advance(cursor, event)
         except InvariantError as exc:
             raise _bad(number, exc.message) from exc
-        events.append(_new_event(event.type, event.data, event.time, event.ignorable))
+        events.append(event)
         texts.append(text)
         if progress is not None and number % _CHUNK == 0:
             progress(len(events), total)
@@ -199,23 +199,7 @@ def _read_file(
         raise _bad(total + len(blobs) + 2, f"file is truncated: header promises {header['blobs']} blobs")
     if progress is not None:
         progress(len(events), total)
-    return header, CheckedEvents(events, texts), blobs
-
-
-_make = object.__new__
-_set_type, _set_data, _set_time, _set_ignorable = (
-    vars(NewEvent)[name].__set__ for name in ("type", "data", "time", "ignorable")
-)
-
-
-def _new_event(event_type: str, data: JsonObject, time: int, ignorable: bool) -> NewEvent:
-    """A `NewEvent` of checked values, without the frozen dataclass's ``__init__`` (as `stored_event` makes events)."""
-    event = _make(NewEvent)
-    _set_type(event, event_type)
-    _set_data(event, data)
-    _set_time(event, time)
-    _set_ignorable(event, ignorable)
-    return event
+    return header, CheckedEvents(events, texts, Cursor(), cursor), blobs
 
 
 def _parse_blob(number: int, line: str) -> tuple[str, bytes]:
