@@ -355,7 +355,7 @@ B11_ROWS = {
     "load": "cold Session.load (whole session)",
 }
 B11_N = {"full": (1000, 10000, 100000), "quick": (1000, 10000), "smoke": (60,)}
-B11_RUNS = {"full": 3, "quick": 2, "smoke": 1}
+B11_RUNS = {"full": 5, "quick": 3, "smoke": 1}
 
 
 def _b11(sizes: Sizes) -> list[Case]:

@@ -29,6 +29,7 @@ __all__ = ["FORMAT_VERSION", "ProgressFn", "export_session", "import_session"]
 FORMAT_VERSION = 1
 _CHUNK = 2000
 _ENVELOPE_KEYS = frozenset({"seq", "type", "time", "data", "ignorable"})
+_REQUIRED_KEYS = frozenset({"seq", "type", "time", "data"})
 
 ProgressFn = Callable[[int, int], None]
 """Called with (events done, events in all) as an export or import goes."""
@@ -230,7 +231,8 @@ def _read_header(numbered_line: tuple[int, str]) -> dict[str, Any]:
 def _parse_event(number: int, line: str) -> tuple[Event, str]:
     """The event of a line, and the JSON text of its data (it is validated: `validate_decoded`)."""
     raw = _json_line(number, line)
-    if not {"seq", "type", "time", "data"} <= raw.keys() or not raw.keys() <= _ENVELOPE_KEYS:
+    keys = raw.keys()
+    if not _REQUIRED_KEYS <= keys or not keys <= _ENVELOPE_KEYS:
         raise _bad(number, f"not an event envelope: keys {sorted(raw)}")
     seq, kind, stamp = raw["seq"], raw["type"], raw["time"]
     if not isinstance(seq, int) or not isinstance(stamp, int) or not isinstance(kind, str):
