@@ -30,6 +30,7 @@ from starlette.types import Receive, Scope, Send
 __all__ = [
     "GATHER_SECONDS",
     "LAG_SECONDS",
+    "MAX_GATHER_SECONDS",
     "PING_SECONDS",
     "EventStream",
     "ServerSentEvent",
@@ -42,6 +43,9 @@ PING_SECONDS = 15.0
 GATHER_SECONDS = 0.1
 """A stream whose writes lag behind its messages writes at most once per this long, all that gathered meanwhile:
 at most this much added delay, and a loaded worker makes one write per interval, not one per chunk."""
+MAX_GATHER_SECONDS = 0.2
+"""The longest wait between two writes of a lagging stream: it waits `GATHER_SECONDS` plus its lag, up to this
+(the more the worker lags, the fewer writes it makes)."""
 LAG_SECONDS = 0.01
 """A write that leaves this long (or more) after its first message came means the worker is falling behind."""
 _SHUTDOWN_POLL = 0.5
@@ -119,6 +123,12 @@ class Source:
     async def until_end(self) -> None:
         """Return at the end."""
         raise NotImplementedError
+
+    async def pause(self, seconds: float) -> None:
+        """Return after ``seconds``, or at the end if sooner."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(seconds):
+                await self.until_end()
 
     async def close(self) -> None:
         """Stop (the stream is over, whichever way it ended)."""
@@ -264,12 +274,10 @@ class _Stream:
             taken = source.take()
             if taken is not None:
                 body, first_at = taken
-                behind = loop.time() - first_at >= LAG_SECONDS
+                lag = loop.time() - first_at
                 await send({"type": "http.response.body", "body": body, "more_body": True})
-                if behind and gather > 0 and not source.ended:
-                    with contextlib.suppress(TimeoutError):  # the source's end cuts the wait short
-                        async with asyncio.timeout(gather):
-                            await source.until_end()
+                if lag >= LAG_SECONDS and gather > 0 and not source.ended:
+                    await source.pause(min(gather + lag, MAX_GATHER_SECONDS))  # the source's end cuts it short
                 continue
             if source.ended:
                 source.finish()

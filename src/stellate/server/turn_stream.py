@@ -92,6 +92,10 @@ class TurnSource(Source):
         """Until the turn ends."""
         await self.live.finished()
 
+    async def pause(self, seconds: float) -> None:
+        """After ``seconds``, or at the turn's end."""
+        await self.live.pause(seconds)
+
 
 def _joins(event: object, text: TextChunk) -> bool:
     return isinstance(event, TextChunk) and event.session_id == text.session_id

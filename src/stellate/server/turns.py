@@ -51,6 +51,11 @@ def event_data(event: Any) -> dict[str, Any]:
     return data
 
 
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 class LiveTurn:
     """One running (or just finished) turn and everything it has streamed so far.
 
@@ -131,6 +136,20 @@ class LiveTurn:
         """Return once the turn has ended (not at each event)."""
         while not self.done:
             await self._wait(self._end_waiters)
+
+    async def pause(self, seconds: float) -> None:
+        """Return after ``seconds``, or when the turn ends if sooner (cheaper than a timeout: no cancellation)."""
+        if self.done:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        timer = asyncio.get_running_loop().call_later(seconds, _resolve, waiter)
+        self._end_waiters.append(waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            with contextlib.suppress(ValueError):  # woken by its timer: not by the end, which would clear the list
+                self._end_waiters.remove(waiter)
 
     async def _wait(self, waiters: list[asyncio.Future[None]]) -> None:
         if not self._hooked and self.task is not None:  # a task cancelled before it ran never reaches `drive`
