@@ -3,10 +3,11 @@
 sse-starlette's ``EventSourceResponse`` runs four tasks per stream inside an anyio task group (the sender, a
 pinger, a disconnect listener and a shutdown listener), each with its cancel scopes and a send lock; an idle
 stream held 40-60 KiB of a worker's memory and its pings woke every stream on their own timers (issue 22).
-`EventStream` runs the generator in one task, which only gathers encoded messages, and sends from the request's
-own task, one write for whatever has gathered (chunk coalescing: a loaded worker writes less often, not later),
-with the keep-alive comment when the stream has been quiet for `PING_SECONDS`; one watcher task waits for the
-client's disconnect.
+`EventStream` sends from the request's own task, one write for whatever its `Source` has gathered (chunk
+coalescing: a loaded worker writes less often, not later), with the keep-alive comment when the stream has been
+quiet for `PING_SECONDS`; one watcher task waits for the client's disconnect. A generator's messages gather in
+a task of their own; a turn's events are pulled by the writer when it writes (`stellate.server.turn_stream`),
+so a waiting writer costs nothing per chunk.
 Server shutdown ends every open stream, as before: one poller per event loop, running only while streams are
 open, watches uvicorn's exit flag, found through its signal handler as sse-starlette finds it.
 
