@@ -103,15 +103,20 @@ def create_floor_app(db: str, model_url: str) -> FastAPI:
             raise HTTPException(404, "no such session")
         session.turns += 1
         number, now = session.turns, time.time_ns() // 1_000_000
-        before = [("turn/start", {"turn": number}), ("user/message", {"content": body.content})]
+        before: list[tuple[str, dict[str, Any]]] = [("turn/start", {"turn": number})]
+        before.append(("user/message", {"content": body.content}))
         write(session, [*before, ("step/start", {"turn": number, "step": 1})], now)
         session.messages.append({"role": "user", "content": body.content})
-        request = {"model": "mock", "messages": session.messages, "stream": True}
-        request["stream_options"] = {"include_usage": True}
+        request = {
+            "model": "mock",
+            "messages": session.messages,
+            "stream": True,
+            "stream_options": {"include_usage": True},
+        }
         text, usage = await _stream(holder["client"], request)
         session.messages.append({"role": "assistant", "content": text})
         now = time.time_ns() // 1_000_000
-        after = [
+        after: list[tuple[str, dict[str, Any]]] = [
             ("assistant/message", {"content": text}),
             ("step/end", {"turn": number, "step": 1}),
             ("model/called", {"turn": number, "step": 1, "model": "mock", "usage": usage}),
