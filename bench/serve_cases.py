@@ -208,9 +208,11 @@ async def turns(params: dict[str, Any]) -> dict[str, Any]:
                 for _ in range(k):
                     times.append(await api.turn(sid))
 
+            _profile(children, signal.SIGUSR1)
             cpu, start = _cpu(children), time.perf_counter()
             await asyncio.gather(*(run(api, sid) for api, sid in pairs))
             wall, cpu = time.perf_counter() - start, _cpu(children) - cpu
+            _profile(children, signal.SIGUSR2)
     assert len(times) == sessions * k
     return {
         "p50": {"ms": [median(times)]},
@@ -218,6 +220,13 @@ async def turns(params: dict[str, Any]) -> dict[str, Any]:
         "rate": {"ms": [sessions * k / wall]},
         "cpu": {"ms": [ms(cpu) / (sessions * k)]},
     }
+
+
+def _profile(children: list[_Child], sign: signal.Signals) -> None:
+    """Turn the profiler of a profiled stellate worker on (SIGUSR1) or off (SIGUSR2): see `bench.profiled`."""
+    if os.environ.get("STELLATE_BENCH_PROFILE") and children[0].url.endswith("/v1"):
+        for child in children:
+            os.kill(child.pid, sign)
 
 
 def _cpu(children: list[_Child]) -> float:
