@@ -64,7 +64,7 @@ def create_floor_app(db: str, model_url: str) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        limits = httpx.Limits(max_connections=None, max_keepalive_connections=1000)
+        limits = httpx.Limits(max_connections=100, max_keepalive_connections=100)  # as stellate's httpx client
         async with httpx.AsyncClient(base_url=model_url, limits=limits, timeout=60) as client:
             holder["client"] = client
             yield

@@ -79,7 +79,9 @@ class HTTPChannel:
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
-            self._client = httpx.AsyncClient(transport=self._transport, timeout=self._timeout)
+            # As many idle connections kept as open ones: concurrent turns past httpx's default 20 reconnect otherwise.
+            limits = httpx.Limits(max_connections=100, max_keepalive_connections=100)
+            self._client = httpx.AsyncClient(transport=self._transport, timeout=self._timeout, limits=limits)
         return self._client
 
     async def aclose(self) -> None:
