@@ -10,7 +10,7 @@ The model is the loopback mock (`bench.mock_server`, its own process) answering 
 - ``floor``: `bench.floor_app`, a minimal FastAPI app on uvicorn writing the rows of a stellate turn's log.
 - ``langgraph``: ``langgraph dev`` (``langgraph-cli[inmem]``) serving a graph whose node calls a
   ``ChatOpenAI`` pointed at the mock; turns are ``POST /threads/{id}/runs/wait``. Its executable comes from
-  ``$STELLATE_BENCH_LANGGRAPH`` or ``PATH`` (it needs its own virtualenv: see docs/benchmarks.md).
+  ``$STELLATE_BENCH_LANGGRAPH`` or ``PATH`` (it needs a virtualenv of its own: see `LANGGRAPH_DEV_MISSING`).
 
 C sessions each run K turns back to back, all sessions at once, after one untimed warm-up turn each. Per row:
 p50 and p99 of the latency the client sees, turns per second, and the server's CPU per turn (user + system

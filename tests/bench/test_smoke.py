@@ -169,3 +169,21 @@ def test_b10_judges_capacity_idle_streams_and_the_soak() -> None:
 
     assert judged(200.0, 8.0, 105.0) == [True, True, True]
     assert judged(400.0, 41.0, 150.0) == [False, False, False]
+
+
+def test_b6_judges_stellate_serve_against_the_floor_app_at_c_10() -> None:
+    def judged(our_cpu: float, our_rate: float) -> list[bool | None]:
+        cells = {
+            plan.B6_LABELS["sqlite"]: {"cpu": our_cpu, "rate": our_rate},
+            plan.B6_LABELS["floor"]: {"cpu": 3.0, "rate": 200.0},
+        }
+        samples = {
+            ("B6", f"{label}: {plan.B6_PARTS[part]}", c): [{"ms": [value]}]
+            for label, parts in cells.items()
+            for part, value in parts.items()
+            for c in (1, 10, 100)
+        }
+        return [v.ok for v in verdicts(Tables(aggregate(samples))) if v.name.startswith("i22-1.")]
+
+    assert judged(3.5, 170.0) == [True, True]
+    assert judged(6.0, 100.0) == [False, False]
