@@ -84,3 +84,15 @@ async def test_the_environment_can_ask_for_httpx(monkeypatch: pytest.MonkeyPatch
         assert llm._channel._aio is None
         assert (await llm.complete(REQUEST)).message.content == "ok"
         await llm.aclose()
+
+
+def test_aiohttp_reads_the_proxy_settings_only_when_the_environment_names_a_proxy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from stellate.llm._http_aiohttp import _proxied
+
+    for name in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    assert not _proxied()
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    assert _proxied()

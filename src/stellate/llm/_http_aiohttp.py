@@ -4,7 +4,7 @@ httpx spends most of a streamed call's CPU in its connection pool and its anyio 
 call at 10 concurrent streams, against 0.3 ms over aiohttp); a server making every turn's model call feels it.
 `stellate.llm._http.HTTPChannel` uses this client when aiohttp can be imported, no httpx client or transport was
 injected, and ``$STELLATE_HTTP_CLIENT`` is not ``httpx``. Behaviour is httpx's: the same headers and body, each
-timeout (connect, read) at the channel's value, the proxy settings of the environment, certifi's CA bundle,
+timeout (connect, read) at the channel's value, the proxy variables of the environment, certifi's CA bundle,
 every transport failure an `AttemptFailed` (retryable) and every status error mapped by `failure_from_status`.
 """
 
@@ -48,7 +48,7 @@ class AiohttpClient:
         if self._session is None or self._session.closed:
             connector = aiohttp.TCPConnector(limit=100, ssl=_ssl_context())
             self._session = aiohttp.ClientSession(
-                connector=connector, timeout=self._timeout, trust_env=True, auto_decompress=True
+                connector=connector, timeout=self._timeout, trust_env=_proxied(), auto_decompress=True
             )
             # An adapter dropped unclosed (as httpx allows) closes its sockets without aiohttp's warning.
             weakref.finalize(self, _close_quietly, connector)
@@ -129,6 +129,17 @@ def translated_errors() -> Iterator[None]:
         raise AttemptFailed(f"{type(exc).__name__}: {exc}", retryable=True) from exc
     except aiohttp.ClientError as exc:
         raise AttemptFailed(f"{type(exc).__name__}: {exc}", retryable=False) from exc
+
+
+_PROXY_VARIABLES = ("http_proxy", "https_proxy", "all_proxy", "ws_proxy", "wss_proxy")
+
+
+def _proxied() -> bool:
+    """Whether the environment names a proxy (then aiohttp reads it, and ``~/.netrc``, as httpx does).
+
+    Without one, aiohttp is not asked to look: it would look on every request, in two threads.
+    """
+    return any(name in _PROXY_VARIABLES for name in (key.lower() for key in os.environ))
 
 
 _SSL: list[ssl.SSLContext] = []
