@@ -2,7 +2,8 @@
 
 End-to-end cases (B8) talk to it over real HTTP; running it in another process keeps its CPU time (parsing
 every request body) out of the client's measured CPU. It answers "ok" to every request, streamed or not, and
-stops when its standard input closes.
+stops when its standard input closes. ``--delay-ms D`` holds every answer's first byte for D milliseconds (B6:
+a model that takes its time, so turns overlap).
 """
 
 from __future__ import annotations
@@ -12,26 +13,26 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import partial
 
 from stellate.testing.mock_llm import MockLLMServer, MockReply, MockRequest
 
 
-def _answer(request: MockRequest) -> MockReply:
-    return MockReply(text="ok", input_tokens=12, output_tokens=1)
+def _answer(delay: float, request: MockRequest) -> MockReply:
+    return MockReply(text="ok", input_tokens=12, output_tokens=1, first_byte_delay=delay)
 
 
-async def _serve() -> None:
-    async with MockLLMServer(handler=_answer) as server:
+async def _serve(delay_ms: float) -> None:
+    async with MockLLMServer(handler=partial(_answer, delay_ms / 1000)) as server:
         print(f"PORT {server.url.rsplit(':', 1)[1]}", flush=True)
         await asyncio.get_running_loop().run_in_executor(None, sys.stdin.read)  # until the parent closes it
 
 
 @contextmanager
-def mock_server_process() -> Iterator[str]:
+def mock_server_process(delay_ms: float = 0.0) -> Iterator[str]:
     """Start the mock in a child process; yields its base URL (``http://127.0.0.1:PORT``)."""
-    child = subprocess.Popen(
-        [sys.executable, "-m", "bench.mock_server"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True
-    )
+    command = [sys.executable, "-m", "bench.mock_server", "--delay-ms", str(delay_ms)]
+    child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout is not None
         line = child.stdout.readline().strip()
@@ -51,4 +52,5 @@ def mock_server_process() -> Iterator[str]:
 
 
 if __name__ == "__main__":
-    asyncio.run(_serve())
+    delay = float(sys.argv[sys.argv.index("--delay-ms") + 1]) if "--delay-ms" in sys.argv else 0.0
+    asyncio.run(_serve(delay))

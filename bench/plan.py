@@ -199,7 +199,26 @@ SMOKE = Sizes(
 )
 
 #: B6's mock model answers after this many milliseconds.
-B6_LATENCY_MS = 50
+B6_LATENCY_MS = 20
+
+# -- B6 made real (issue 22, goal 1): each system's server in its own process, the mock model in another.
+B6_LABELS = {
+    "sqlite": "stellate serve, SQLite",
+    "pg1": "stellate serve, PostgreSQL, 1 worker",
+    "pg2": "stellate serve, PostgreSQL, 2 workers",
+    "floor": "floor: minimal FastAPI app (same rows, same streamed call)",
+    "langgraph": "langgraph dev (inmem)",
+}
+B6_SYSTEMS: dict[str, tuple[str, dict[str, Any]]] = {
+    "sqlite": ("stellate", {}),
+    "pg1": ("stellate", {"db": "pg", "workers": 1}),
+    "pg2": ("stellate", {"db": "pg", "workers": 2}),
+    "floor": ("floor", {}),
+    "langgraph": ("langgraph", {}),
+}
+B6_LANGGRAPH_TURNS_AT_100 = 4
+"""langgraph dev's turns per session at C = 100 (20 each did not end within the 900 s a case gets)."""
+B6_PARTS = {"p50": SERVER_P50, "p99": SERVER_P99, "rate": SERVER_RATE, "cpu": "server CPU per turn, ms"}
 
 
 def _b1(bench: str, db: str, sizes: Sizes) -> list[Case]:
@@ -282,11 +301,16 @@ def _b4(sizes: Sizes) -> list[Case]:
 
 
 def _b6(sizes: Sizes) -> list[Case]:
-    rows = {"p50": SERVER_P50, "p99": SERVER_P99, "rate": SERVER_RATE}
-    turns = [
-        Case("B6", c, "server.b6", {"sessions": c, "turns": sizes.b6_turns, "latency_ms": B6_LATENCY_MS}, rows)
-        for c in sizes.b6_c
-    ]
+    out = []
+    for c in sizes.b6_c:
+        for key, (system, extra) in B6_SYSTEMS.items():
+            turns = (
+                min(sizes.b6_turns, B6_LANGGRAPH_TURNS_AT_100) if system == "langgraph" and c >= 100 else sizes.b6_turns
+            )
+            params = {"system": system, "sessions": c, "turns": turns, "latency_ms": B6_LATENCY_MS, **extra}
+            needs = ("pg",) if extra.get("db") == "pg" else ("langgraph-dev",) if system == "langgraph" else ()
+            rows = {part: f"{B6_LABELS[key]}: {what}" for part, what in B6_PARTS.items()}
+            out.append(Case("B6", c, "serve.turns", params, rows, needs=needs))
     rows = {
         "open": STREAMS_OPEN,
         "p50": STREAMS_P50,
@@ -299,7 +323,7 @@ def _b6(sizes: Sizes) -> list[Case]:
         Case("B6-streams", n, "server.b6_streams", {"streams": n, "events": 20, "latency_ms": B6_LATENCY_MS}, rows)
         for n in sizes.b6_streams
     ]
-    return turns + streams
+    return out + streams
 
 
 def _b8(sizes: Sizes) -> list[Case]:

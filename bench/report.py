@@ -20,7 +20,8 @@ TITLES = {
     "B4": "B4 — digests of a forest (ms for the whole list)",
     "B5-turn": "B5 — per-turn overhead on PostgreSQL (ms per turn)",
     "B5-fork": "B5 — fork on PostgreSQL (ms per fork)",
-    "B6": "B6 — turns through HTTP (`stellate.server`, SQLite, mock model answering in 50 ms; C = concurrent sessions)",
+    "B6": "B6 — turns through HTTP, each server in its own process, the mock model (20 ms, streamed) in another; "
+    "C = concurrent sessions",
     "B6-streams": "B6 — the space's event stream (SSE) held by N clients at once; one event fanned out to all",
     "B8": "B8 — end to end, real OpenAI-compatible clients against the loopback mock (ms per turn; H = prior turns)",
     "B9": "B9 — a fresh process: its imports, its first turn, the CLI's start (ms; H = prior turns)",
@@ -262,7 +263,7 @@ def _timings_with_notes(t: Tables) -> list[str]:
 SERVER_NOTE = [
     "",
     "Server and client are separate processes on this machine's cores; latency is what the client measures",
-    "(request sent to response read), the model's 50 ms included. Cells are medians over repetitions.",
+    "(request sent to response read), the model's 20 ms included. Cells are medians over repetitions.",
 ]
 
 STREAMING_NOTE = [

@@ -24,6 +24,7 @@ from typing import Any
 from bench import plan
 from bench.common import PG_URL, pg_problem
 from bench.report import Tables, aggregate, render
+from bench.serve_cases import LANGGRAPH_DEV_MISSING, langgraph_executable
 from bench.worker import RESULT_PREFIX
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -89,6 +90,8 @@ def missing(case: plan.Case, no_peers: bool) -> str | None:
         absent = [m for m in _PEER_MODULES[(system, db)] if importlib.util.find_spec(m) is None]
         if absent:
             return f'{", ".join(absent)} not installed (pip install -e ".[bench]")'
+    if "langgraph-dev" in case.needs and langgraph_executable() is None:
+        return LANGGRAPH_DEV_MISSING
     if "pg" in case.needs:
         return pg_problem()
     return None

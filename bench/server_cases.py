@@ -1,7 +1,7 @@
 """B6: stellate through HTTP — a real `stellate.server` (uvicorn) in a child process, a mock model of fixed latency.
 
-``b6``: C sessions, each running K turns back to back, all sessions at once: per-turn latency seen by the
-client (p50, p99) and throughput. ``b6_streams``: N clients hold the space's event stream (SSE) open; each
+B6's turns (each system's server and the model in processes of their own) are in `bench.serve_cases`.
+``b6_streams``: N clients hold the space's event stream (SSE) open; each
 new session's event must reach all of them: time to open the streams, and delivery latency (p50, p99); and
 what idle streams cost the server: its RSS growth per open stream, what stays after they close, and the
 growth when N streams open again (memory kept by the allocator is reused, not leaked).
@@ -23,7 +23,6 @@ import httpx
 
 from bench.common import median, ms
 
-REPLY = "ok"  # what bench.fakes.DelayedLLM answers
 USER = "next step, please"
 
 
@@ -128,39 +127,6 @@ async def _session(http: httpx.AsyncClient, label: str) -> str:
     response = await http.post("/sessions", json={"label": label})
     response.raise_for_status()
     return str(response.json()["id"])
-
-
-async def _turn(http: httpx.AsyncClient, sid: str) -> float:
-    start = time.perf_counter()
-    response = await http.post(f"/sessions/{sid}/turns", json={"content": USER})
-    elapsed = ms(time.perf_counter() - start)
-    response.raise_for_status()
-    assert response.json()["content"] == REPLY, response.text
-    return elapsed
-
-
-async def b6(params: dict[str, Any]) -> dict[str, Any]:
-    """C sessions x K timed turns through HTTP, all sessions at once (one untimed warm-up turn each)."""
-    sessions, turns = params["sessions"], params["turns"]
-    with served(params["dir"], params["latency_ms"]) as url:
-        async with client(url, sessions + 4) as http:
-            ids = [await _session(http, f"s{n}") for n in range(sessions)]
-            await asyncio.gather(*(_turn(http, sid) for sid in ids))
-            times: list[float] = []
-
-            async def run(sid: str) -> None:
-                for _ in range(turns):
-                    times.append(await _turn(http, sid))
-
-            start = time.perf_counter()
-            await asyncio.gather(*(run(sid) for sid in ids))
-            wall = time.perf_counter() - start
-    assert len(times) == sessions * turns
-    return {
-        "p50": {"ms": [median(times)]},
-        "p99": {"ms": [quantile(times, 0.99)]},
-        "rate": {"ms": [sessions * turns / wall]},
-    }
 
 
 async def b6_streams(params: dict[str, Any]) -> dict[str, Any]:

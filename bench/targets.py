@@ -276,6 +276,25 @@ def _big_session_rows(t: Tables) -> list[Verdict]:
     return out
 
 
+B6_FLOOR_FACTOR = 1.3
+B6_AT_C = 10
+
+
+def _b6_rows(t: Tables) -> list[Verdict]:
+    """Issue 22, goal 1: `stellate serve` on SQLite against the floor app, at C = 10 (the nearest C run)."""
+    xs = t.xs("B6")
+    if not xs:
+        return []
+    c = min(xs, key=lambda x: abs(x - B6_AT_C))
+    ours, floor = P.B6_LABELS["sqlite"], P.B6_LABELS["floor"]
+    cpu, rate = P.B6_PARTS["cpu"], P.B6_PARTS["rate"]
+    name = f"i22-1. stellate serve (SQLite): server CPU per turn within {B6_FLOOR_FACTOR}× of the floor app (C={c})"
+    out = [_at_most(name, t.get("B6", f"{ours}: {cpu}", c), t.get("B6", f"{floor}: {cpu}", c), B6_FLOOR_FACTOR)]
+    name = f"i22-1. stellate serve (SQLite): turns/s within {B6_FLOOR_FACTOR}× of the floor app (C={c})"
+    out.append(_at_most(name, t.get("B6", f"{floor}: {rate}", c), t.get("B6", f"{ours}: {rate}", c), B6_FLOOR_FACTOR))
+    return out
+
+
 def verdicts(t: Tables) -> list[Verdict]:
     """Issue 10's goals (numbered as in the issue), then the flatness and peer targets kept from issue 6."""
     out = _goal_rows(t)
@@ -292,7 +311,7 @@ def verdicts(t: Tables) -> list[Verdict]:
         out += _fork(t, bench, P.FORK_AGENT)
         out += _fork(t, bench, P.FORK_STORE)
     out += _fork(t, "B2", P.FORK_COLD)
-    return out + _server_rows(t) + _big_session_rows(t)
+    return out + _server_rows(t) + _big_session_rows(t) + _b6_rows(t)
 
 
 def render(t: Tables) -> list[str]:

@@ -78,7 +78,7 @@ class Served:
         self.ready.set()
         await task
         others = asyncio.all_tasks() - {asyncio.current_task()}
-        for other in others:  # sse-starlette's shutdown watchers, the page's event streams
+        for other in others:  # the event streams' shutdown watchers, the page's event streams
             other.cancel()
         await asyncio.gather(*others, return_exceptions=True)
         sock.close()

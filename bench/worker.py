@@ -30,6 +30,7 @@ MODULES = {
     "fresh": "bench.fresh_cases",
     "streaming": "bench.streaming_cases",
     "session_io": "bench.session_io_cases",
+    "serve": "bench.serve_cases",
 }
 
 

@@ -95,7 +95,7 @@ def test_core_import_loads_no_optional_extra() -> None:
     code = (
         "import sys, stellate, stellate.sync, stellate.store, stellate.llm;"
         "extras = ('httpx', 'psycopg', 'psycopg_pool', 'tiktoken', 'llama_cpp', 'rich', 'opentelemetry', 'mcp',"
-        " 'fastapi', 'uvicorn', 'sse_starlette');"
+        " 'fastapi', 'uvicorn', 'aiohttp');"
         "print(sorted(m for m in extras if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()

@@ -204,7 +204,7 @@ class ServerThread:
 
 
 async def cancel_leftovers() -> None:
-    """Cancel what the server left running (sse-starlette's shutdown watchers), so closing the loop is quiet."""
+    """Cancel what the server left running (the event streams' shutdown watchers), so closing the loop is quiet."""
     others = asyncio.all_tasks() - {asyncio.current_task()}
     for task in others:
         task.cancel()

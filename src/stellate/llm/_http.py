@@ -5,7 +5,9 @@ from call to call instead of handing httpx a dict to encode whole each time.
 
 Every httpx exception and every error status becomes an `AttemptFailed` here, so the retry loop sees one kind of
 failure and no transport exception ever reaches the caller. Importers guard the ``httpx`` import themselves, each
-with its own install hint.
+with its own install hint. With aiohttp installed (the ``server`` extra), a channel makes its calls over it
+instead (`stellate.llm._http_aiohttp`: the same requests for a fraction of the CPU), unless an httpx client or
+transport was injected or ``$STELLATE_HTTP_CLIENT=httpx``.
 """
 
 from __future__ import annotations
@@ -68,6 +70,7 @@ class HTTPChannel:
         self._client = client
         self._transport = transport
         self._owns_client = client is None
+        self._aio: Any = _aiohttp_client(self._headers, self._timeout) if client is None and transport is None else None
 
     @property
     def base_url(self) -> str:
@@ -76,11 +79,15 @@ class HTTPChannel:
 
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
-            self._client = httpx.AsyncClient(transport=self._transport, timeout=self._timeout)
+            # As many idle connections kept as open ones: concurrent turns past httpx's default 20 reconnect otherwise.
+            limits = httpx.Limits(max_connections=100, max_keepalive_connections=100)
+            self._client = httpx.AsyncClient(transport=self._transport, timeout=self._timeout, limits=limits)
         return self._client
 
     async def aclose(self) -> None:
         """Close the client if this channel created it."""
+        if self._aio is not None:
+            await self._aio.aclose()
         if self._owns_client and self._client is not None:
             await self._client.aclose()
             self._client = None
@@ -91,6 +98,9 @@ class HTTPChannel:
         Raises:
             AttemptFailed: Transport failure, error status, or an answer that is not a JSON object.
         """
+        if self._aio is not None:
+            answer: dict[str, Any] = await self._aio.post_json(self._base_url + path, body)
+            return answer
         with _translated_transport_errors():
             response = await self._http().post(
                 self._base_url + path, content=body, headers=self._headers, timeout=self._timeout
@@ -111,6 +121,12 @@ class HTTPChannel:
         Raises:
             AttemptFailed: Transport failure (also mid-stream) or error status.
         """
+        if self._aio is not None:
+            async with aclosing(self._aio.stream_lines(self._base_url + path, body)) as lines:
+                async with aclosing(parse_sse(lines)) as events:
+                    async for event in events:
+                        yield event
+            return
         with _translated_transport_errors():
             request = self._http().build_request(
                 "POST", self._base_url + path, content=body, headers=self._headers, timeout=self._timeout
@@ -130,6 +146,17 @@ class HTTPChannel:
                         raise
             finally:
                 await response.aclose()
+
+
+def _aiohttp_client(headers: Mapping[str, str], timeout: httpx.Timeout) -> Any:
+    """The aiohttp client of a channel, or None (aiohttp not installed, or not wanted)."""
+    try:
+        from stellate.llm._http_aiohttp import AiohttpClient, aiohttp_wanted
+    except ImportError:
+        return None
+    if not aiohttp_wanted():
+        return None
+    return AiohttpClient(headers, connect=timeout.connect, read=timeout.read)
 
 
 async def _drain(lines: AsyncIterator[str]) -> None:

@@ -13,7 +13,7 @@ if TYPE_CHECKING:
 
 __all__ = ["create_app"]
 
-_HINT = 'the server needs FastAPI, uvicorn and sse-starlette; install them with `pip install "stellate[server]"`'
+_HINT = 'the server needs FastAPI and uvicorn; install them with `pip install "stellate[server]"`'
 
 
 def __getattr__(name: str) -> Any:
@@ -23,7 +23,7 @@ def __getattr__(name: str) -> Any:
     try:
         from stellate.server.app import create_app
     except ImportError as exc:
-        if exc.name in ("fastapi", "fastapi_offline", "starlette", "sse_starlette", "uvicorn", "pydantic"):
+        if exc.name in ("fastapi", "fastapi_offline", "starlette", "uvicorn", "pydantic"):
             raise ImportError(_HINT) from exc
         raise
     return create_app

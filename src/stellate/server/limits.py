@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-import anyio
+import asyncio
+
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from stellate.server.defaults import DEFAULT_BODY_TIMEOUT, DEFAULT_MAX_BODY
@@ -44,10 +45,11 @@ class BodyLimit:
             return
         # The body is read in full first (it is small, by this very limit), so the refusal never depends on
         # how the route reads it.
-        body: bytes | None = None
-        with anyio.move_on_after(self.timeout) as deadline:
-            body = await self._read(receive, limit)
-        if deadline.cancelled_caught:
+        # asyncio's deadline, not anyio's cancel scope: a few microseconds instead of tens, on every request.
+        try:
+            async with asyncio.timeout(self.timeout):
+                body = await self._read(receive, limit)
+        except TimeoutError:
             await self._too_slow(scope, receive, send)
             return
         if body is None:

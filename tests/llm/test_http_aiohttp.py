@@ -1,0 +1,98 @@
+"""The aiohttp path of the HTTP channel: same lines, same answers, same failures as httpx; httpx when told."""
+
+from __future__ import annotations
+
+import gc
+from collections.abc import AsyncIterator
+
+import pytest
+
+pytest.importorskip("aiohttp")
+
+from stellate.errors import ProviderError
+from stellate.llm._http_aiohttp import split_lines
+from stellate.llm._retry import RetryPolicy
+from stellate.llm.openai import OpenAIAdapter
+from stellate.llm.types import LLMRequest
+from stellate.log.messages import UserMessage
+from stellate.testing.mock_llm import MockFailure, MockLLMServer, MockReply
+
+REQUEST = LLMRequest(messages=[UserMessage(content="hi")])
+
+
+async def chunks(*items: bytes) -> AsyncIterator[bytes]:
+    for item in items:
+        yield item
+
+
+async def test_lines_split_on_every_line_end_across_chunks_as_httpx_does() -> None:
+    source = chunks(b"data: a\r", b"\ndata: b\n\n", b"\xc3", b"\xa9\rx\r\ny", b"\r")
+    assert [line async for line in split_lines(source)] == ["data: a", "data: b", "", "é", "x", "y"]
+
+
+async def test_lines_keep_the_unicode_separators_json_strings_may_hold() -> None:
+    assert [line async for line in split_lines(chunks('data: "a\u2028b\x0c"\n'.encode()))] == ['data: "a\u2028b\x0c"']
+
+
+def _adapter(server: MockLLMServer) -> OpenAIAdapter:
+    retry = RetryPolicy(max_attempts=2, base_delay=0.01)
+    return OpenAIAdapter("gpt-mock", base_url=server.openai_base_url, api_key="test", retry=retry)
+
+
+async def test_a_streamed_and_a_plain_call_go_over_aiohttp() -> None:
+    async with MockLLMServer([MockReply(text="Hello there"), MockReply(text="Plain")]) as server:
+        llm = _adapter(server)
+        assert llm._channel._aio is not None
+        events = [event async for event in llm.stream(REQUEST)]
+        assert events[-1].response.message.content == "Hello there"  # type: ignore[attr-defined]
+        assert (await llm.complete(REQUEST)).message.content == "Plain"
+        await llm.aclose()
+    assert server.connections == 1  # the stream was read to its end: its connection served the next call
+
+
+async def test_error_statuses_are_retried_or_refused_as_over_httpx() -> None:
+    script = [MockFailure(status=429, retry_after=0.01), MockReply(text="after"), MockFailure(status=400)]
+    async with MockLLMServer(script) as server:
+        llm = _adapter(server)
+        assert (await llm.complete(REQUEST)).message.content == "after"
+        with pytest.raises(ProviderError, match="HTTP 400"):
+            await llm.complete(REQUEST)
+        await llm.aclose()
+
+
+async def test_a_dropped_connection_is_a_retryable_failure() -> None:
+    async with MockLLMServer([MockReply(text="a b c", disconnect_after=0), MockReply(text="again")]) as server:
+        llm = _adapter(server)
+        events = [event async for event in llm.stream(REQUEST)]
+        assert events[-1].response.message.content == "again"  # type: ignore[attr-defined]
+        assert len(server.requests) == 2
+        await llm.aclose()
+
+
+async def test_an_adapter_dropped_unclosed_warns_nothing() -> None:
+    async with MockLLMServer([MockReply(text="ok")]) as server:
+        llm = _adapter(server)
+        await llm.complete(REQUEST)
+        del llm
+        gc.collect()  # warnings are errors in this suite: aiohttp's "Unclosed client session" would fail it
+
+
+async def test_the_environment_can_ask_for_httpx(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("STELLATE_HTTP_CLIENT", "httpx")
+    async with MockLLMServer([MockReply(text="ok")]) as server:
+        llm = _adapter(server)
+        assert llm._channel._aio is None
+        assert (await llm.complete(REQUEST)).message.content == "ok"
+        await llm.aclose()
+
+
+def test_aiohttp_reads_the_proxy_settings_only_when_the_environment_names_a_proxy(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from stellate.llm._http_aiohttp import _proxied
+
+    for name in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    assert not _proxied()
+    monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
+    assert _proxied()
