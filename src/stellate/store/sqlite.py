@@ -304,8 +304,7 @@ class SqliteStore(BaseStore, SqliteBlobs):
         self, db: sqlite3.Connection, session_id: SessionId, lease: Lease, now: int
     ) -> SessionRecord | None:
         params = (lease.owner, lease.token, lease.acquired_at, lease.expires_at, session_id, now, self.space)
-        with WriteTransaction(db):
-            row = db.execute(_LEASE["take"], params).fetchone()
+        row = SqliteStore._write_one(db, _LEASE["take"], params)
         if row is None:
             return None
         record = record_from_row(row)
@@ -314,8 +313,23 @@ class SqliteStore(BaseStore, SqliteBlobs):
 
     @staticmethod
     def _update_sync(db: sqlite3.Connection, statement: str, params: Sequence[Any]) -> bool:
-        with WriteTransaction(db):
-            return db.execute(statement, params).rowcount > 0
+        return SqliteStore._write_one(db, statement, params, changed=True) is not None
+
+    @staticmethod
+    def _write_one(db: sqlite3.Connection, statement: str, params: Sequence[Any], *, changed: bool = False) -> Any:
+        """One write statement in autocommit (atomic alone; no ``BEGIN`` / ``COMMIT`` round of its own).
+
+        Its first row (``RETURNING``), or with ``changed`` True when it changed a row; None otherwise. The rows
+        are drained, so the statement (and its implicit transaction) is done when this returns.
+        """
+        try:
+            cursor = db.execute(statement, params)
+            rows = cursor.fetchall()
+        except sqlite3.Error as exc:
+            raise translate(exc, "write failed") from exc
+        if changed:
+            return True if cursor.rowcount > 0 else None
+        return rows[0] if rows else None
 
     @staticmethod
     def _select(db: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[Any]:
