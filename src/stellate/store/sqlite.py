@@ -57,7 +57,7 @@ from stellate.store.history import (
 )
 from stellate.store.search import SearchPage, SearchQuery
 from stellate.store.segments import StoredSegment
-from stellate.store.sqlite_append import INSERT_EVENTS, append_in_transaction
+from stellate.store.sqlite_append import INSERT_EVENTS, append_in_transaction, write_one
 from stellate.store.sqlite_blobs import SqliteBlobs
 from stellate.store.sqlite_connections import SqliteConnections, Synchronous, WriteTransaction, translate
 from stellate.store.sqlite_erase import check_lineage_exists, erase_sync
@@ -304,7 +304,7 @@ class SqliteStore(BaseStore, SqliteBlobs):
         self, db: sqlite3.Connection, session_id: SessionId, lease: Lease, now: int
     ) -> SessionRecord | None:
         params = (lease.owner, lease.token, lease.acquired_at, lease.expires_at, session_id, now, self.space)
-        row = SqliteStore._write_one(db, _LEASE["take"], params)
+        row = write_one(db, _LEASE["take"], params)
         if row is None:
             return None
         record = record_from_row(row)
@@ -313,23 +313,7 @@ class SqliteStore(BaseStore, SqliteBlobs):
 
     @staticmethod
     def _update_sync(db: sqlite3.Connection, statement: str, params: Sequence[Any]) -> bool:
-        return SqliteStore._write_one(db, statement, params, changed=True) is not None
-
-    @staticmethod
-    def _write_one(db: sqlite3.Connection, statement: str, params: Sequence[Any], *, changed: bool = False) -> Any:
-        """One write statement in autocommit (atomic alone; no ``BEGIN`` / ``COMMIT`` round of its own).
-
-        Its first row (``RETURNING``), or with ``changed`` True when it changed a row; None otherwise. The rows
-        are drained, so the statement (and its implicit transaction) is done when this returns.
-        """
-        try:
-            cursor = db.execute(statement, params)
-            rows = cursor.fetchall()
-        except sqlite3.Error as exc:
-            raise translate(exc, "write failed") from exc
-        if changed:
-            return True if cursor.rowcount > 0 else None
-        return rows[0] if rows else None
+        return write_one(db, statement, params, changed=True) is not None
 
     @staticmethod
     def _select(db: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[Any]:

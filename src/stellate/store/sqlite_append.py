@@ -1,4 +1,4 @@
-"""SQLite appends, inside the caller's ``BEGIN IMMEDIATE``: the general path, and a lease holder's shortcut.
+"""SQLite writes: appends inside the caller's ``BEGIN IMMEDIATE`` (the general path, a lease holder's shortcut).
 
 The general path reads the row under the write lock, plans the batch on it and writes.
 
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 from collections.abc import Sequence
+from typing import Any
 
 from stellate.errors import NotFoundError
 from stellate.log.events import NewEvent
@@ -26,10 +27,11 @@ from stellate.store._sql import (
     record_from_row,
     state_update_row,
 )
+from stellate.store.sqlite_connections import translate
 from stellate.store.sqlite_search import index_planned
 from stellate.store.types import SessionId
 
-__all__ = ["INSERT_EVENTS", "append_in_transaction"]
+__all__ = ["INSERT_EVENTS", "append_in_transaction", "write_one"]
 
 INSERT_EVENTS = f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) VALUES ({', '.join('?' * len(EVENT_COLUMNS))})"
 _SELECT_RECORD = f"SELECT {', '.join(SELECTED_COLUMNS)} FROM sessions WHERE id = ? AND space = ?"
@@ -110,3 +112,20 @@ def _general(
 def _insert(db: sqlite3.Connection, session_id: SessionId, planned: PlannedAppend) -> None:
     db.executemany(INSERT_EVENTS, event_rows(session_id, planned))
     index_planned(db, session_id, planned)
+
+
+def write_one(db: sqlite3.Connection, statement: str, params: Sequence[Any], *, changed: bool = False) -> Any:
+    """One write statement alone, in autocommit: atomic by itself, with no ``BEGIN`` / ``COMMIT`` of its own.
+
+    The lease and claim statements are single ``UPDATE``s (or an upsert), so they need no explicit transaction.
+    Returns the first row (``RETURNING``), or with ``changed`` True when a row changed; None otherwise. The rows
+    are drained, so the statement and its implicit transaction are finished when this returns.
+    """
+    try:
+        cursor = db.execute(statement, params)
+        rows = cursor.fetchall()
+    except sqlite3.Error as exc:
+        raise translate(exc, "write failed") from exc
+    if changed:
+        return True if cursor.rowcount > 0 else None
+    return rows[0] if rows else None
