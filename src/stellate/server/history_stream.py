@@ -61,11 +61,14 @@ async def tail_history(
     store = await agent.store()
     history = history_of(store)
     wanted = None if types is None else frozenset(types)
-    queue: asyncio.Queue[_Item] = asyncio.Queue()
+    texts = wanted is None or "text" in wanted
+    queue: asyncio.Queue[_Item] | None = asyncio.Queue() if texts else None
     wait, position = StoreWait(), _Position(after)
     with await store.signals.subscribe([HISTORY_CHANNEL]) as signals:  # before the first read: nothing slips by
-        pumps = [asyncio.create_task(_wakes(signals, store.space, queue))]
-        if wanted is None or "text" in wanted:
+        # Without text chunks the stream waits on its subscription itself: no pump task, no queue of its own.
+        pumps: list[asyncio.Task[None]] = []
+        if queue is not None:
+            pumps = [asyncio.create_task(_wakes(signals, store.space, queue))]
             pumps.append(asyncio.create_task(_texts(agent, queue)))
         try:
             woke = True
@@ -73,7 +76,10 @@ async def tail_history(
                 if woke:
                     async for sent in _catch_up(history, position, wanted, wait):
                         yield sent
-                items = await _next(agent, queue)
+                if queue is not None:
+                    items = await _next(agent, queue)
+                else:
+                    items = await _next_wake(agent, signals, store.space)
                 woke = not items or _WAKE in items
                 # The rows kept before each chunk go first, those after it wait: order by mark, not by arrival.
                 for mark, chunk in sorted((i for i in items if i is not None), key=lambda i: i[0] or 0):
@@ -141,7 +147,8 @@ async def _next(agent: Agent, queue: asyncio.Queue[_Item]) -> list[_Item]:
     are signalled before the batch's text chunks reach the stream), so the chunks arrive with the wake.
     """
     with contextlib.suppress(TimeoutError):
-        items = [await asyncio.wait_for(queue.get(), POLL_SECONDS)]
+        async with asyncio.timeout(POLL_SECONDS):  # not `wait_for`: no task of its own while the stream idles
+            items = [await queue.get()]
         if _WAKE in items:
             await agent.events_recorded()
         await asyncio.sleep(0)  # the pumps' turn
@@ -151,10 +158,26 @@ async def _next(agent: Agent, queue: asyncio.Queue[_Item]) -> list[_Item]:
     return []
 
 
+async def _next_wake(agent: Agent, signals: Subscription, space: str) -> list[_Item]:
+    """A wake (``[None]``) once the space's history grew or signals were lost; ``[]`` after `POLL_SECONDS`."""
+    with contextlib.suppress(TimeoutError):
+        async with asyncio.timeout(POLL_SECONDS):
+            while not _wakes_space(await signals.get(), space):
+                pass
+        await agent.events_recorded()
+        return [_WAKE]
+    return []
+
+
+def _wakes_space(signal: tuple[str, str], space: str) -> bool:
+    payload = signal[1]
+    parsed = parse_history_payload(payload)
+    return payload == RESYNC or (parsed is not None and parsed[1] == space)
+
+
 async def _wakes(signals: Subscription, space: str, queue: asyncio.Queue[_Item]) -> None:
-    async for _, payload in signals:
-        parsed = parse_history_payload(payload)
-        if payload == RESYNC or (parsed is not None and parsed[1] == space):
+    async for signal in signals:
+        if _wakes_space(signal, space):
             queue.put_nowait(_WAKE)
 
 
