@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -82,3 +83,18 @@ async def test_writing_to_an_archived_session_is_refused_unless_told_not_to_chec
     # How the agent records a fork after checking the source itself: the check is not repeated.
     await session.writer.write([make_event("label/set", {"label": "late"})], check_writable=False)
     assert session.label == "late"
+
+
+async def test_a_held_lease_is_renewed_every_third_of_its_ttl_and_no_more_once_given_back(store: BaseStore) -> None:
+    runtime = SessionRuntime(llm=ScriptedLLM(default="ok"), lease_ttl=0.3)
+    session = await Session.create(store, runtime, label="held")
+    async with session.hold():
+        first = (await store.get_session(session.id)).lease
+        assert first is not None
+        await asyncio.sleep(0.45)  # past the first renewal (0.1 s) and into the following beats
+        renewed = (await store.get_session(session.id)).lease
+        assert renewed is not None and renewed.token == first.token and renewed.expires_at > first.expires_at
+        assert session.writer.lease.current is not None and session.writer.lease.current.token == first.token
+    assert (await store.get_session(session.id)).lease is None
+    await asyncio.sleep(0.25)  # no beat left behind to bring it back
+    assert (await store.get_session(session.id)).lease is None

@@ -5,6 +5,7 @@ from __future__ import annotations
 import sqlite3
 from pathlib import Path
 
+from stellate.log import make_event
 from stellate.store import CompletedTurn, ForkRequest, SessionId
 from stellate.store.sqlite import MIGRATIONS, SqliteStore
 from stellate.testing.store_contract import open_tool_turn, turn
@@ -56,3 +57,31 @@ async def test_a_file_from_before_turn_open_lists_its_open_turns_after_migrating
         assert not any(d.turn_open for d in await store.list_digests())
     finally:
         await store.close()
+
+
+async def test_a_lease_holder_writes_at_its_known_head_without_reading_the_row(tmp_path: Path) -> None:
+    """The holder's row update is conditional; another process's write in between sends it the general way."""
+    path = f"sqlite:///{tmp_path / 'held.db'}"
+    store, other = await SqliteStore.open(path), await SqliteStore.open(path)
+    try:
+        first = turn(1)
+        await store.create_session(session_id=S("s"), events=first)
+        lease, _ = await store.acquire_lease(S("s"), owner="me")
+        statements: list[str] = []
+        assert store._db.loop_conn is not None
+        store._db.loop_conn.set_trace_callback(statements.append)
+        events = turn(2)
+        await store.append(S("s"), events[:2], expected_seq=len(first), lease=lease)
+        assert not [s for s in statements if s.startswith("SELECT")], statements  # planned on the taken row
+        await other.append(S("s"), [make_event("memory/put", {"content": "noted"})])  # free-standing
+        statements.clear()
+        head = len(first) + 2
+        written = await store.append(S("s"), events[2:], expected_seq=head, lease=lease, release_lease=True)
+        assert any(s.startswith("SELECT") for s in statements)  # the known head was stale: the row was read
+        assert [e.seq for e in written] == list(range(head + 1, head + 1 + len(events) - 2))
+        record = await other.get_session(S("s"))
+        assert record.lease is None and record.next_seq == written[-1].seq + 1 and record.slots.memory == "noted"
+        assert [e.seq for e in await other.read_events(S("s"))] == list(range(record.next_seq))
+    finally:
+        await store.close()
+        await other.close()

@@ -319,7 +319,7 @@ def validate_decoded(event: NewEvent | Event) -> str:
 def _lossless_json(data: object, event_type: str) -> str:
     if not isinstance(data, dict):
         raise FormatError(f"data of {event_type!r} must be a JSON object", type=event_type)
-    problem = _unstorable(data, texts=False)
+    problem = None if _plain_json(data) else _unstorable(data, texts=False)
     if problem is None:
         text = _COMPACT.encode(data)
         # One look at the encoded text instead of one per string: JSON escapes a NUL as \u0000 and leaves a
@@ -328,6 +328,29 @@ def _lossless_json(data: object, event_type: str) -> str:
         if not suspect or (problem := _unstorable(data)) is None:
             return text
     raise FormatError(f"data of {event_type!r} is not lossless JSON: it holds {problem}", type=event_type)
+
+
+def _plain_json(value: object) -> bool:
+    """Whether `_unstorable` (``texts=False``) finds nothing in ``value``: the same rules, walked without recursion.
+
+    The hot path of every append; a False sends the caller to `_unstorable` for the problem's description.
+    """
+    stack: list[Any] = [value]
+    pop, extend = stack.pop, stack.extend
+    while stack:
+        item = pop()
+        kind = type(item)
+        if kind is str or kind is int or kind is bool or item is None:
+            continue
+        if kind is dict:
+            if any(type(key) is not str for key in item):
+                return False
+            extend(item.values())
+        elif kind is list:
+            extend(item)
+        elif kind is not float or _unstorable_float(item) is not None:
+            return False
+    return True
 
 
 _JSON_TYPES = (str, dict, list, float, int, bool, type(None))

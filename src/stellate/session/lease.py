@@ -34,6 +34,7 @@ class LeaseHolder:
         """Whether the closing write of the next turn gives the lease back (set by whoever took it)."""
         self._unreleased: Lease | None = None
         self._heartbeat: asyncio.Task[None] | None = None
+        self._timer: asyncio.TimerHandle | None = None
         self._log_extra = {"session_id": session_id}
 
     async def take(self, wait: float, on_wait: Callable[[Lease | None], None] | None = None) -> SessionRecord:
@@ -51,8 +52,9 @@ class LeaseHolder:
             self._session_id, owner=runtime.lease_owner, ttl=runtime.lease_ttl, wait=wait, on_wait=on_wait
         )
         self.current = lease
+        # A timer, not a task, until the first renewal is due: most turns end (and cancel it) well before that.
         loop = asyncio.get_running_loop()
-        self._heartbeat = loop.create_task(self._keep(lease.token), name=f"lease {self._session_id}")
+        self._timer = loop.call_later(runtime.lease_ttl / 3, self._start_keeping, lease.token)
         return record
 
     async def give_back(self) -> None:
@@ -64,15 +66,28 @@ class LeaseHolder:
 
     def released(self) -> None:
         """Forget the lease: a write released it in the store (``release_lease``), or `give_back` does now."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             self._heartbeat = None
         self.current, self.ends_with_turn = None, False
 
+    def _start_keeping(self, token: str) -> None:
+        self._timer = None
+        if self.current is not None and self.current.token == token:
+            loop = asyncio.get_running_loop()
+            self._heartbeat = loop.create_task(self._keep(token), name=f"lease {self._session_id}")
+
     async def _keep(self, token: str) -> None:
+        """Renew now (a third of the ttl after the take), then every third of the ttl while the lease is held."""
         ttl = self._runtime.lease_ttl
+        due = True
         while True:
-            await asyncio.sleep(ttl / 3)
+            if not due:
+                await asyncio.sleep(ttl / 3)
+            due = False
             lease = self.current
             if lease is None or lease.token != token:
                 return

@@ -71,6 +71,10 @@ SELECTED_COLUMNS = RECORD_COLUMNS + LEASE_COLUMNS
 STATE_COLUMNS = RECORD_COLUMNS[6:] + DERIVED_COLUMNS
 
 
+_ENCODE = json.JSONEncoder(separators=(",", ":")).encode
+"""``json.dumps(value, separators=(",", ":"))`` without building an encoder per call (every append runs it)."""
+
+
 def record_row(record: SessionRecord) -> tuple[Any, ...]:
     """Values for every column of `WRITTEN_COLUMNS`."""
     return (
@@ -93,11 +97,11 @@ def state_update_row(record: SessionRecord) -> tuple[Any, ...]:
         slots.system_prompt,
         slots.memory,
         slots.insight,
-        json.dumps(slots.config, separators=(",", ":")),
+        _ENCODE(slots.config),
         slots.last_activity,
         record.cursor.last_turn,
         record.cursor.next_seq,
-        json.dumps(record.cursor.to_json(), separators=(",", ":")),
+        _ENCODE(record.cursor.to_json()),
         record.cursor.turn_open,
     )
 

@@ -14,9 +14,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from stellate.errors import ConflictError, NotFoundError, SchemaError, StoreError, UsageError
+from stellate.errors import ConflictError, SchemaError, StoreError, UsageError
 from stellate.log.events import Event, NewEvent
-from stellate.store._batch import Fence, PlannedAppend, interleaved_range, plan_append
+from stellate.store._batch import Fence, KnownHeads, PlannedAppend
 from stellate.store._blob_sql import blob_migration
 from stellate.store._erase_sql import TOMBSTONES_MIGRATION, select_tombstones_sql, tombstone_from_row
 from stellate.store._history_sql import (
@@ -29,10 +29,8 @@ from stellate.store._history_sql import (
     upsert_head_sql,
 )
 from stellate.store._sql import (
-    EVENT_COLUMNS,
     SELECTED_COLUMNS,
     SPACE_MIGRATION,
-    STATE_COLUMNS,
     WRITTEN_COLUMNS,
     claim_sql,
     digest_from_row,
@@ -44,7 +42,6 @@ from stellate.store._sql import (
     select_digests_sql,
     select_events_sql,
     select_sessions_sql,
-    state_update_row,
 )
 from stellate.store.base import BaseStore
 from stellate.store.digests import SessionDigest
@@ -60,6 +57,7 @@ from stellate.store.history import (
 )
 from stellate.store.search import SearchPage, SearchQuery
 from stellate.store.segments import StoredSegment
+from stellate.store.sqlite_append import INSERT_EVENTS, append_in_transaction, write_one
 from stellate.store.sqlite_blobs import SqliteBlobs
 from stellate.store.sqlite_connections import SqliteConnections, Synchronous, WriteTransaction, translate
 from stellate.store.sqlite_erase import check_lineage_exists, erase_sync
@@ -164,7 +162,6 @@ _INSERT_RECORD = (
     f"INSERT INTO sessions ({', '.join(WRITTEN_COLUMNS)}, space) VALUES ({', '.join('?' * (len(WRITTEN_COLUMNS) + 1))})"
 )
 _IN_SPACE = "WHERE id = ? AND space = ?"
-_UPDATE_STATE = f"UPDATE sessions SET {', '.join(c + ' = ?' for c in STATE_COLUMNS)} WHERE id = ?"
 _SELECT_SEGMENTS = (
     "SELECT session_id, start_seq, end_seq, data FROM fold_segments WHERE session_id = ? AND end_seq <= ?"
 )
@@ -174,9 +171,7 @@ _INSERT_SEGMENT = (
     " SELECT ?1, ?2, ?3, ?4 WHERE EXISTS (SELECT 1 FROM sessions WHERE id = ?1)"
 )
 _INSERT_HISTORY = "INSERT INTO event_history (space, id, time, kind, data) VALUES (?, ?, ?, ?, ?)"
-_SELECT_TYPES = "SELECT type FROM events WHERE session_id = ? AND seq >= ? AND seq < ? ORDER BY seq"
 _TAKEN = "SELECT 1 FROM sessions WHERE id = ? UNION ALL SELECT 1 FROM tombstones WHERE id = ?"
-_INSERT_EVENTS = f"INSERT INTO events ({', '.join(EVENT_COLUMNS)}) VALUES ({', '.join('?' * len(EVENT_COLUMNS))})"
 
 
 class SqliteStore(BaseStore, SqliteBlobs):
@@ -191,6 +186,7 @@ class SqliteStore(BaseStore, SqliteBlobs):
         self._db = SqliteConnections(path, busy_timeout_ms=busy_timeout_ms, synchronous=synchronous)
         self._run = self._db.run
         self._run_short = self._db.run_short
+        self._heads = KnownHeads()
         self.history_bounds = HistoryBounds()
         """What the event history keeps (`stellate.store.history`)."""
 
@@ -278,7 +274,7 @@ class SqliteStore(BaseStore, SqliteBlobs):
             check_lineage_exists(db, record, self.space)
             db.execute(_INSERT_RECORD, (*record_row(record), self.space))
             if planned is not None:
-                db.executemany(_INSERT_EVENTS, event_rows(record.id, planned))
+                db.executemany(INSERT_EVENTS, event_rows(record.id, planned))
                 index_planned(db, record.id, planned)
 
     def _append_sync(
@@ -290,48 +286,34 @@ class SqliteStore(BaseStore, SqliteBlobs):
         fence: Fence,
     ) -> list[Event]:
         with WriteTransaction(db):
-            return self._append_one(db, session_id, events, expected, fence)
+            planned = append_in_transaction(db, self._heads, self.space, session_id, events, expected, fence)
+        if fence.token is not None:
+            self._heads.remember(self.space, planned.record)
+        return planned.events
 
     def _append_batches_sync(
         self, db: sqlite3.Connection, batches: Mapping[SessionId, Sequence[NewEvent]], fence: Fence
     ) -> dict[SessionId, list[Event]]:
         with WriteTransaction(db):
-            return {sid: self._append_one(db, sid, events, None, fence) for sid, events in batches.items()}
-
-    def _append_one(
-        self,
-        db: sqlite3.Connection,
-        session_id: SessionId,
-        events: Sequence[NewEvent],
-        expected: int | None,
-        fence: Fence,
-    ) -> list[Event]:
-        row = db.execute(f"{_SELECT_RECORD} {_IN_SPACE}", (session_id, self.space)).fetchone()
-        if row is None:
-            raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
-        record = record_from_row(row)
-        gap = interleaved_range(record, expected, fence)
-        types = [t for (t,) in db.execute(_SELECT_TYPES, (session_id, *gap))] if gap is not None else None
-        planned = plan_append(record, events, expected, fence, interleaved=types)
-        db.executemany(_INSERT_EVENTS, event_rows(session_id, planned))
-        index_planned(db, session_id, planned)
-        db.execute(_UPDATE_STATE, (*state_update_row(planned.record), session_id))
-        if fence.release:
-            db.execute(_LEASE["release"], (session_id, fence.token))
-        return planned.events
+            return {
+                sid: append_in_transaction(db, self._heads, self.space, sid, events, None, fence).events
+                for sid, events in batches.items()
+            }
 
     def _take_lease_sync(
         self, db: sqlite3.Connection, session_id: SessionId, lease: Lease, now: int
     ) -> SessionRecord | None:
         params = (lease.owner, lease.token, lease.acquired_at, lease.expires_at, session_id, now, self.space)
-        with WriteTransaction(db):
-            row = db.execute(_LEASE["take"], params).fetchone()
-        return record_from_row(row) if row is not None else None
+        row = write_one(db, _LEASE["take"], params)
+        if row is None:
+            return None
+        record = record_from_row(row)
+        self._heads.remember(self.space, record)  # the holder's first write can skip reading the row
+        return record
 
     @staticmethod
     def _update_sync(db: sqlite3.Connection, statement: str, params: Sequence[Any]) -> bool:
-        with WriteTransaction(db):
-            return db.execute(statement, params).rowcount > 0
+        return write_one(db, statement, params, changed=True) is not None
 
     @staticmethod
     def _select(db: sqlite3.Connection, sql: str, params: Sequence[Any]) -> list[Any]:
