@@ -47,7 +47,9 @@ def test_sessions_list_reads_the_store_without_the_agent(tmp_path: Path) -> None
     assert _imported_by(["--db", str(tmp_path / "s.db"), "sessions", "list"], tmp_path) == []
 
 
-def test_sessions_list_on_a_sqlite_file_needs_neither_asyncio_nor_the_stores_machinery(tmp_path: Path) -> None:
+def test_piped_sessions_list_of_a_sqlite_file_needs_no_asyncio_store_machinery_or_rich(
+    tmp_path: Path,
+) -> None:
     db = tmp_path / "s.db"
     subprocess.run(
         [sys.executable, "-m", "stellate.cli", "--db", str(db), "db", "migrate"],
@@ -57,7 +59,8 @@ def test_sessions_list_on_a_sqlite_file_needs_neither_asyncio_nor_the_stores_mac
     )
     code = (
         "import json, sys; from stellate.cli import main; status = main(sys.argv[1:]);"
-        " print(json.dumps([m for m in ('asyncio', 'stellate.store.base', 'rich.progress') if m in sys.modules]))"
+        " print(json.dumps([m for m in ('asyncio', 'stellate.store.base', 'rich', 'stellate.log.transcript')"
+        " if m in sys.modules]))"
     )
     done = subprocess.run(
         [sys.executable, "-c", code, "--db", str(db), "sessions", "list"],

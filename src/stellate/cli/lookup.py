@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from stellate.cli.render import plural
+from stellate.cli.columns import plural
 from stellate.errors import NotFoundError, UsageError
 from stellate.store import SessionId, SessionRecord
 

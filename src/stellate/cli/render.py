@@ -11,6 +11,7 @@ from rich.table import Table
 from rich.text import Text
 from rich.tree import Tree
 
+from stellate.cli.columns import clip, plural
 from stellate.log.events import Event
 from stellate.log.messages import AssistantMessage, Message, ToolMessage
 from stellate.store import SessionRecord
@@ -27,17 +28,6 @@ __all__ = [
     "plural",
     "session_table",
 ]
-
-
-def clip(text: str | None, width: int = 100) -> str:
-    """``text`` on one line, cut to ``width`` characters."""
-    flat = " ".join((text or "").split())
-    return flat if len(flat) <= width else flat[: width - 1] + "…"
-
-
-def plural(count: int, noun: str) -> str:
-    """``1 turn``, ``2 turns``."""
-    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def forest_tree(

@@ -9,13 +9,10 @@ from __future__ import annotations
 
 import argparse
 
-from rich.table import Table
-from rich.text import Text
-
+from stellate.cli.columns import clip
 from stellate.cli.invocation import Invocation
 from stellate.cli.lookup import resolve_session
 from stellate.cli.parsing import positive_int
-from stellate.cli.render import clip
 
 __all__ = ["add_parsers"]
 
@@ -47,6 +44,8 @@ def add_parsers(actions: argparse._SubParsersAction[argparse.ArgumentParser], co
 
 async def replay(inv: Invocation) -> int:
     """Replay a session from a turn into a new branch, printing each turn as it streams."""
+    from rich.text import Text
+
     from stellate.agent.replay import ReplaySettings, ReplayTurn, replay_label, stream_replay
     from stellate.cli.replies import TurnPrinter
 
@@ -76,6 +75,9 @@ async def replay(inv: Invocation) -> int:
 
 async def compare(inv: Invocation) -> int:
     """Print two sessions' turns after their split, side by side, with their totals."""
+    from rich.table import Table
+    from rich.text import Text
+
     async with inv.open() as (store, agent):
         a, b = await resolve_session(store, inv.args.a), await resolve_session(store, inv.args.b)
         found = await agent.compare_sessions(a, b)

@@ -9,30 +9,26 @@ import argparse
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from rich.table import Table
-from rich.text import Text
-
-from stellate.cli import replay
-from stellate.cli.console import progress_bar
 from stellate.cli.erasing import add_delete_parser
 from stellate.cli.invocation import Invocation
 from stellate.cli.lookup import SessionFilter, filter_sessions, find_session, resolve_session
 from stellate.cli.parsing import positive_int
-from stellate.cli.render import clip, event_line, forest_tree, session_table
+from stellate.cli.replay import add_parsers as add_replay_parsers
 from stellate.cli.search import add_search_parser
 from stellate.cli.usage import add_usage_parser
-from stellate.log.fork import check_explicit_boundary
 from stellate.store import SessionId, SessionRecord
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from stellate.engine.events import AgentEvent
     from stellate.store import BaseStore
 
 __all__ = ["add_parser"]
 
 # The engine (and the agent) are imported by the actions that run one, the store's machinery (asyncio, leases)
-# by the actions that open it: ``sessions list`` on a SQLite file reads it with a plain read-only query and
-# starts without either (issue 22).
+# by the actions that open it, rich's tables by the actions that draw one: ``sessions list`` on a SQLite file
+# reads it with a plain read-only query and, piped, prints plain columns, starting without any of them (issue 22).
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], common: argparse.ArgumentParser) -> None:
@@ -62,10 +58,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser], co
     rename_parser.add_argument("id", help="session id, id prefix or label")
     rename_parser.add_argument("label", nargs="+", help="the new label (several words need no quotes)")
     rename_parser.set_defaults(handler=rename)
-    replay.add_parsers(actions, common)
+    add_replay_parsers(actions, common)
     add_delete_parser(actions, common)
     add_search_parser(actions, common)
-
     add_usage_parser(actions, common)
 
 
@@ -107,6 +102,8 @@ def _add_fork_parser(
 
 async def tree(inv: Invocation) -> int:
     """Print the forest."""
+    from stellate.cli.render import forest_tree
+
     database, out = inv.database(), inv.consoles.out
     if not database.exists():
         out.print(f"no sessions yet: {database.describe()} does not exist")
@@ -123,9 +120,9 @@ async def tree(inv: Invocation) -> int:
 
 def list_(inv: Invocation) -> int:
     """Print the sessions the filters select, most recently active first."""
-    database, out, args = inv.database(), inv.consoles.out, inv.args
+    database, args = inv.database(), inv.args
     if not database.exists():
-        out.print(f"no sessions yet: {database.describe()} does not exist")
+        inv.consoles.say(f"no sessions yet: {database.describe()} does not exist")
         return 0
     records = None
     if database.path is not None and database.schema is None:
@@ -140,12 +137,25 @@ def list_(inv: Invocation) -> int:
     wanted = SessionFilter(search=args.search, status=args.status, under=under, roots=args.roots)
     chosen = filter_sessions(records, wanted)
     if not chosen:
-        out.print("no session matches")
+        inv.consoles.say("no session matches")
         return 0
     shown = chosen[: args.limit] if args.limit is not None else chosen
+    more = f"{len(chosen) - len(shown)} more (raise --limit)" if len(shown) < len(chosen) else None
+    if inv.consoles.plain_out:
+        from stellate.cli.columns import session_columns
+
+        inv.consoles.write_out(session_columns(shown, current=database.last_session(), width=inv.consoles.width))
+        if more:
+            inv.consoles.write_out(more + "\n")
+        return 0
+    from rich.text import Text
+
+    from stellate.cli.render import session_table
+
+    out = inv.consoles.out
     out.print(session_table(shown, current=database.last_session()))
-    if len(shown) < len(chosen):
-        out.print(Text(f"{len(chosen) - len(shown)} more (raise --limit)", "dim"))
+    if more:
+        out.print(Text(more, "dim"))
     return 0
 
 
@@ -166,6 +176,10 @@ async def rename(inv: Invocation) -> int:
 
 async def show(inv: Invocation) -> int:
     """Print one session's digest and its whole log (inherited prefix included), one event per line."""
+    from rich.text import Text
+
+    from stellate.cli.render import event_line
+
     out = inv.consoles.out
     async with inv.open() as (store, agent):
         record = await store.get_session(await resolve_session(store, inv.args.id))
@@ -180,6 +194,11 @@ async def show(inv: Invocation) -> int:
 
 
 def _record_grid(record: SessionRecord, memory: str | None, insight: str | None) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
+    from stellate.cli.render import clip
+
     grid = Table.grid(padding=(0, 2))
     grid.add_column(style="bold")
     grid.add_column(overflow="fold")
@@ -203,6 +222,7 @@ def _record_grid(record: SessionRecord, memory: str | None, insight: str | None)
 
 async def export(inv: Invocation) -> int:
     """Write a session's log to a JSONL file."""
+    from stellate.cli.console import progress_bar
     from stellate.store import export_session
 
     path = Path(inv.args.path)
@@ -216,6 +236,7 @@ async def export(inv: Invocation) -> int:
 
 async def import_(inv: Invocation) -> int:
     """Create a session from a JSONL export; the file is checked in full before anything is written."""
+    from stellate.cli.console import progress_bar
     from stellate.store import import_session
 
     path, new_id = Path(inv.args.path), inv.args.new_id
@@ -265,6 +286,8 @@ async def _check_boundary(store: BaseStore, session_id: str, seq: int) -> None:
     A boundary that passes is outside any turn, where an anchor resolves to the seq itself, so the fork
     made with ``at_seq=seq`` afterwards has exactly this boundary (the log before it never changes).
     """
+    from stellate.log.fork import check_explicit_boundary
+
     record = await store.get_session(SessionId(session_id))
     markers = []
     if 0 <= seq < record.next_seq:
@@ -276,6 +299,7 @@ async def _check_boundary(store: BaseStore, session_id: str, seq: int) -> None:
 
 async def archive(inv: Invocation) -> int:
     """Archive a session (its memory is consolidated first when a provider is configured)."""
+    from stellate.cli.render import clip
     from stellate.engine.events import ErrorRaised
 
     err = inv.consoles.err

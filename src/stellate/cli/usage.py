@@ -10,13 +10,12 @@ import argparse
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from rich.table import Table
-from rich.text import Text
-
 from stellate.cli.invocation import Invocation
 from stellate.cli.lookup import resolve_session
 
 if TYPE_CHECKING:
+    from rich.table import Table
+
     from stellate.agent import Agent, Price
     from stellate.agent.usage_report import UsageReport
     from stellate.cli.settings import ConfigFile
@@ -64,6 +63,8 @@ def add_usage_parser(
 
 async def usage(inv: Invocation) -> int:
     """Print each model call of a session, the per-turn totals and the session's total."""
+    from rich.text import Text
+
     out = inv.consoles.out
     async with inv.open() as (store, agent):
         session_id = await resolve_session(store, inv.args.id)
@@ -81,6 +82,9 @@ async def usage(inv: Invocation) -> int:
 
 
 def _calls_table(report: UsageReport) -> Table:
+    from rich.table import Table
+    from rich.text import Text
+
     table = Table(box=None, header_style="bold")
     for name in ("seq", "turn", "step", "model", "in", "out", "latency", "first token", "stop", "cost"):
         table.add_column(

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any, Literal, TypeAlias
+from typing import TYPE_CHECKING, Any, Literal, TypeAlias
 
 from stellate.log._copy import replacer
-from stellate.log.events import Event
+
+if TYPE_CHECKING:
+    from stellate.log.events import Event
 
 __all__ = ["SLOT_EVENT_TYPES", "SessionStatus", "Slots", "fold_slots"]
 

@@ -5,14 +5,16 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from json import loads
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from stellate.log.cursor import Cursor
 from stellate.log.events import Event, stored_event
-from stellate.log.invariants import Cursor
 from stellate.log.state import Slots
-from stellate.store._batch import PlannedAppend
 from stellate.store.digests import SessionDigest
 from stellate.store.types import Lease, SessionId, SessionRecord
+
+if TYPE_CHECKING:
+    from stellate.store._batch import PlannedAppend
 
 __all__ = [
     "EVENT_COLUMNS",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import NewType, TypeAlias
 
-from stellate.log.invariants import Cursor
+from stellate.log.cursor import Cursor
 from stellate.log.state import Slots
 
 __all__ = [
