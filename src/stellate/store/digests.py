@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from stellate.store.types import SessionRecord
+from stellate.errors import UsageError
+from stellate.store.types import SessionId, SessionRecord
 
-__all__ = ["SessionDigest", "digest_of"]
+__all__ = ["SessionDigest", "bad_cursor", "digest_of", "page_after"]
 
 
 @dataclass(frozen=True, slots=True, kw_only=True)
@@ -45,3 +47,40 @@ def digest_of(record: SessionRecord) -> SessionDigest:
         last_activity=slots.last_activity,
         turn_open=record.cursor.turn_open,
     )
+
+
+def bad_cursor(after: str) -> UsageError:
+    """The error of a page asked for after a session the listing does not hold (erased, another space's, made up)."""
+    return UsageError(
+        f"the listing holds no session {after!r} to continue after; start again without a cursor", code="bad_cursor"
+    )
+
+
+def page_after(
+    digests: Iterable[SessionDigest],
+    *,
+    after: SessionId | None,
+    limit: int,
+    parent_id: SessionId | None = None,
+    status: str | None = None,
+) -> list[SessionDigest]:
+    """Up to ``limit`` of ``digests`` (in creation order) after the one named ``after``, filtered: a listing's page.
+
+    What `Store.list_digests_page` answers, over a full listing (a backend without a keyset query of its own).
+
+    Raises:
+        UsageError: ``bad_cursor`` when ``after`` names no digest of the listing.
+    """
+    found = after is None
+    page: list[SessionDigest] = []
+    for digest in digests:
+        if not found:
+            found = digest.id == after
+            continue
+        if (parent_id is None or digest.parent_id == parent_id) and (status is None or digest.status == status):
+            page.append(digest)
+            if len(page) >= limit:
+                return page
+    if not found:
+        raise bad_cursor(str(after))
+    return page

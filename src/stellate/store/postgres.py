@@ -77,6 +77,7 @@ from stellate.store.pg_presence import GONE_SQL, Presence, presence_key
 from stellate.store.pg_schema import MIGRATIONS
 from stellate.store.pg_search import search_messages_sql, search_page
 from stellate.store.pg_signals import PostgresSignals
+from stellate.store.pg_listing import PostgresListing
 from stellate.store.search import SearchPage, SearchQuery
 from stellate.store.segments import StoredSegment
 from stellate.store.signals import LOG_CHANNEL
@@ -116,7 +117,7 @@ _IDLE_CHECK_SECONDS = 2.0  # a connection idle longer than this is pinged before
 _VERSION_TABLE = "CREATE TABLE IF NOT EXISTS stellate_schema (version INTEGER NOT NULL)"
 
 
-class PostgresStore(BaseStore, PostgresBlobs):
+class PostgresStore(PostgresListing, BaseStore, PostgresBlobs):
     """Sessions in PostgreSQL, shared by any number of processes. Open it with `PostgresStore.open`."""
 
     def __init__(

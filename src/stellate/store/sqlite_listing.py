@@ -1,0 +1,65 @@
+"""SQLite's keyset pages of the session listing (`Store.list_digests_page`, `Store.list_sessions_page`)."""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Callable, Coroutine
+from typing import Any
+
+from stellate.store._listing_sql import EXISTS_SQL, page_sql
+from stellate.store._sql import digest_from_row, record_from_row
+from stellate.store.digests import SessionDigest, bad_cursor
+from stellate.store.sqlite_connections import translate
+from stellate.store.types import SessionId, SessionRecord
+
+__all__ = ["SqliteListing"]
+
+_EXISTS = EXISTS_SQL.format(p="?")
+_SHORT_PAGE = 1024
+"""Pages of up to this many rows may be read on the event loop's own connection (a millisecond or two)."""
+
+
+class SqliteListing:
+    """The paged listing methods of `SqliteStore`, over its connections (before `BaseStore` in its bases)."""
+
+    space: str
+    _run: Callable[..., Coroutine[Any, Any, Any]]
+    _run_short: Callable[..., Coroutine[Any, Any, Any]]
+
+    async def list_digests_page(
+        self,
+        *,
+        after: SessionId | None = None,
+        limit: int = 100,
+        parent_id: SessionId | None = None,
+        status: str | None = None,
+    ) -> list[SessionDigest]:
+        """A keyset page of the digests (see `Store.list_digests_page`)."""
+        sql, params = page_sql(
+            placeholder="?", space=self.space, after=after, limit=limit, parent_id=parent_id, status=status
+        )
+        return [digest_from_row(r) for r in await self._page(sql, params, after, limit)]
+
+    async def list_sessions_page(self, *, after: SessionId | None = None, limit: int = 100) -> list[SessionRecord]:
+        """A keyset page of `list_sessions` (see `Store.list_sessions_page`)."""
+        sql, params = page_sql(placeholder="?", space=self.space, after=after, limit=limit, records=True)
+        return [record_from_row(r) for r in await self._page(sql, params, after, limit)]
+
+    async def _page(self, sql: str, params: tuple[Any, ...], after: SessionId | None, limit: int) -> list[Any]:
+        args = (sql, params, after, self.space, limit)
+        rows: list[Any] = await (
+            self._run_short(_page_sync, *args, writes=False) if limit <= _SHORT_PAGE else self._run(_page_sync, *args)
+        )
+        return rows
+
+
+def _page_sync(
+    db: sqlite3.Connection, sql: str, params: tuple[Any, ...], after: SessionId | None, space: str, limit: int
+) -> list[Any]:
+    try:
+        rows = db.execute(sql, params).fetchall()
+        if after is not None and len(rows) < limit and db.execute(_EXISTS, (after, space)).fetchone() is None:
+            raise bad_cursor(after)
+        return rows
+    except sqlite3.Error as exc:
+        raise translate(exc, "read failed") from exc
