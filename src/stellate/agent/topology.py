@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from stellate.store.digests import SessionDigest, digest_of
 from stellate.store.types import SessionRecord
 
-__all__ = ["SessionDigest", "TopologyNode", "build_forest", "digest_of"]
+__all__ = ["SessionDigest", "TopologyNode", "build_forest", "digest_of", "forest_of", "node_of"]
 
 
 @dataclass(slots=True, kw_only=True)
@@ -35,23 +35,33 @@ class TopologyNode:
     children: list[TopologyNode] = field(default_factory=list)
 
 
+def node_of(record: SessionRecord) -> TopologyNode:
+    """A session's node without its children (a page of the forest lists these, in creation order)."""
+    return TopologyNode(
+        id=record.id,
+        label=record.label,
+        status=record.status,
+        parent_id=record.parent_id,
+        source_id=record.source_id,
+        turn_count=record.turn_count,
+        last_activity=record.slots.last_activity,
+        inherited_turns=record.inherited_turns,
+        created_at=record.created_at,
+        awaiting_approval=len(record.cursor.awaiting),
+    )
+
+
 def build_forest(records: Iterable[SessionRecord]) -> list[TopologyNode]:
     """Roots (in creation order) with their subtrees; a node whose parent is missing counts as a root."""
-    nodes: dict[str, TopologyNode] = {
-        r.id: TopologyNode(
-            id=r.id,
-            label=r.label,
-            status=r.status,
-            parent_id=r.parent_id,
-            source_id=r.source_id,
-            turn_count=r.turn_count,
-            last_activity=r.slots.last_activity,
-            inherited_turns=r.inherited_turns,
-            created_at=r.created_at,
-            awaiting_approval=len(r.cursor.awaiting),
-        )
-        for r in records
-    }
+    return forest_of(node_of(r) for r in records)
+
+
+def forest_of(flat: Iterable[TopologyNode]) -> list[TopologyNode]:
+    """The forest of nodes listed in creation order (pages of it, concatenated): children and depths filled in.
+
+    A node whose parent is not listed counts as a root.
+    """
+    nodes = {node.id: node for node in flat}
     roots: list[TopologyNode] = []
     for node in nodes.values():
         parent = nodes.get(node.parent_id) if node.parent_id else None

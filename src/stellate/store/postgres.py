@@ -73,11 +73,11 @@ from stellate.store.pg_erase import erase, lock_lineage
 from stellate.store.pg_errors import describe_url as _describe
 from stellate.store.pg_errors import translate_error as _translate
 from stellate.store.pg_history import append_history, read_history
+from stellate.store.pg_listing import PostgresListing
 from stellate.store.pg_presence import GONE_SQL, Presence, presence_key
 from stellate.store.pg_schema import MIGRATIONS
 from stellate.store.pg_search import search_messages_sql, search_page
 from stellate.store.pg_signals import PostgresSignals
-from stellate.store.pg_listing import PostgresListing
 from stellate.store.search import SearchPage, SearchQuery
 from stellate.store.segments import StoredSegment
 from stellate.store.signals import LOG_CHANNEL

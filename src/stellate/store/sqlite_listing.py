@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Coroutine
 from typing import Any
 
 from stellate.store._listing_sql import EXISTS_SQL, page_sql
 from stellate.store._sql import digest_from_row, record_from_row
 from stellate.store.digests import SessionDigest, bad_cursor
-from stellate.store.sqlite_connections import translate
+from stellate.store.sqlite_connections import SqliteConnections, translate
 from stellate.store.types import SessionId, SessionRecord
 
 __all__ = ["SqliteListing"]
@@ -23,8 +22,7 @@ class SqliteListing:
     """The paged listing methods of `SqliteStore`, over its connections (before `BaseStore` in its bases)."""
 
     space: str
-    _run: Callable[..., Coroutine[Any, Any, Any]]
-    _run_short: Callable[..., Coroutine[Any, Any, Any]]
+    _db: SqliteConnections
 
     async def list_digests_page(
         self,
@@ -47,10 +45,9 @@ class SqliteListing:
 
     async def _page(self, sql: str, params: tuple[Any, ...], after: SessionId | None, limit: int) -> list[Any]:
         args = (sql, params, after, self.space, limit)
-        rows: list[Any] = await (
-            self._run_short(_page_sync, *args, writes=False) if limit <= _SHORT_PAGE else self._run(_page_sync, *args)
-        )
-        return rows
+        if limit <= _SHORT_PAGE:
+            return await self._db.run_short(_page_sync, *args, writes=False)
+        return await self._db.run(_page_sync, *args)
 
 
 def _page_sync(
