@@ -7,8 +7,8 @@ alternated call by call so both see the same machine load:
 - ``first``: the first page (100 digests), `Agent.list_session_digests_page`;
 - ``middle``: the page after the session at S/2;
 - ``walk``: the whole listing through pages of 1,000;
-- ``topology``: the whole forest through `Agent.get_topology_page` pages of 1,000 (the floor selects the
-  record's columns, which a node is built from);
+- ``topology``: the whole forest through `Agent.get_topology_page` pages of 1,000 (the floor runs the same
+  query: the node's columns, its inherited turns extracted from the cursor's JSON by SQLite);
 - ``http_first``: ``GET /v1/sessions?limit=100`` through the app in-process (diagnostic: the HTTP layer's cost).
 """
 
@@ -26,7 +26,7 @@ from bench.common import ms
 from bench.fakes import InstantLLM
 from bench.stellate_cases import Backend, _forest
 from stellate.agent.agent import Agent
-from stellate.store._listing_sql import page_sql
+from stellate.store._listing_sql import Listed, page_sql
 from stellate.store.base import DEFAULT_SPACE
 from stellate.store.types import SessionId
 
@@ -34,16 +34,16 @@ PAGE = 100
 WALK_PAGE = 1000
 
 
-def _raw_page(conn: sqlite3.Connection, after: str | None, limit: int, records: bool = False) -> list[Any]:
+def _raw_page(conn: sqlite3.Connection, after: str | None, limit: int, listed: Listed = "digests") -> list[Any]:
     sql, params = page_sql(
-        placeholder="?", space=DEFAULT_SPACE, after=SessionId(after) if after else None, limit=limit, records=records
+        placeholder="?", space=DEFAULT_SPACE, after=SessionId(after) if after else None, limit=limit, listed=listed
     )
     return conn.execute(sql, params).fetchall()
 
 
-def _raw_walk(conn: sqlite3.Connection, records: bool = False) -> int:
+def _raw_walk(conn: sqlite3.Connection, listed: Listed = "digests") -> int:
     count, after = 0, None
-    while rows := _raw_page(conn, after, WALK_PAGE, records):
+    while rows := _raw_page(conn, after, WALK_PAGE, listed):
         count += len(rows)
         after = rows[-1][0]
     return count
@@ -89,7 +89,7 @@ async def b4_page(params: dict[str, Any]) -> dict[str, Any]:
         "first": lambda: _raw_page(conn, None, PAGE),
         "middle": lambda: _raw_page(conn, middle, PAGE),
         "walk": lambda: _raw_walk(conn),
-        "topology": lambda: _raw_walk(conn, records=True),
+        "topology": lambda: _raw_walk(conn, "nodes"),
         "http_first": lambda: _raw_page(conn, None, PAGE + 1),
     }
     assert await _walk(digests) == sessions == _raw_walk(conn)

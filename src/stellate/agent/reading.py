@@ -9,7 +9,7 @@ import dataclasses
 
 from stellate.agent.approvals import with_approvals
 from stellate.agent.parts import AgentParts
-from stellate.agent.topology import SessionDigest, TopologyNode, build_forest, digest_of, node_of
+from stellate.agent.topology import SessionDigest, TopologyNode, build_forest, digest_of
 from stellate.engine.events import InsightUpdated, MemoryUpdated
 from stellate.log.messages import Message
 from stellate.store import SessionId
@@ -72,8 +72,7 @@ class AgentReads(AgentParts):
             UsageError: ``bad_cursor`` when ``after`` names no session of the store.
         """
         store = await self.store()
-        records = await store.list_sessions_page(after=SessionId(after) if after is not None else None, limit=limit)
-        return [node_of(r) for r in records]
+        return await store.list_nodes_page(after=SessionId(after) if after is not None else None, limit=limit)
 
     async def get_topology(self) -> list[TopologyNode]:
         """The forest: roots in creation order, each with its subtree."""

@@ -23,9 +23,10 @@ from stellate.log.fork import check_explicit_boundary, clip_to_completed_turn, r
 from stellate.log.invariants import Cursor
 from stellate.log.repair import repair_events
 from stellate.store._batch import Fence, PlannedAppend, plan_append
-from stellate.store.digests import SessionDigest, bad_cursor, digest_of, page_after
+from stellate.store.digests import SessionDigest, digest_of
 from stellate.store.erasure import ErasureStore
 from stellate.store.leases import DEFAULT_LEASE_TTL, LeaseStore, lease_owner
+from stellate.store.paged import PagedListing
 from stellate.store.protocol import Store
 from stellate.store.segments import StoredSegment
 from stellate.store.signals import LOG_CHANNEL, LocalSignals, Signals, log_payload
@@ -70,7 +71,7 @@ class _Lineage:
     inherited: int
 
 
-class BaseStore(LeaseStore, ErasureStore):
+class BaseStore(PagedListing, LeaseStore, ErasureStore):
     """Shared logic over a backend's primitives; subclass and implement the abstract methods."""
 
     def __init__(self) -> None:
@@ -445,25 +446,6 @@ class BaseStore(LeaseStore, ErasureStore):
     async def list_digests(self) -> list[SessionDigest]:
         """Every session's digest, in creation order (backends read only the digest's columns)."""
         return [digest_of(r) for r in await self.list_sessions()]
-
-    async def list_digests_page(
-        self,
-        *,
-        after: SessionId | None = None,
-        limit: int = 100,
-        parent_id: SessionId | None = None,
-        status: str | None = None,
-    ) -> list[SessionDigest]:
-        """A keyset page of `list_digests` (see `Store.list_digests_page`); here over the full listing."""
-        return page_after(await self.list_digests(), after=after, limit=limit, parent_id=parent_id, status=status)
-
-    async def list_sessions_page(self, *, after: SessionId | None = None, limit: int = 100) -> list[SessionRecord]:
-        """A keyset page of `list_sessions` (see `Store.list_sessions_page`); here over the full listing."""
-        records = await self.list_sessions()
-        start = 0 if after is None else next((i + 1 for i, r in enumerate(records) if r.id == after), None)
-        if start is None:
-            raise bad_cursor(str(after))
-        return records[start : start + limit]
 
     # -- derived fold segments (stellate.store.segments) -----------------------------------------
 

@@ -11,7 +11,7 @@ from stellate.log.events import Event, NewEvent
 from stellate.store._batch import Fence, PlannedAppend, busy_error, interleaved_range, plan_append
 from stellate.store.base import BaseStore
 from stellate.store.blobs import BLOB_GRACE_MS, Blob, blob_hash, blob_not_found, referenced_hashes
-from stellate.store.digests import SessionDigest, bad_cursor, digest_of
+from stellate.store.digests import SessionDigest, TopologyNode, bad_cursor, digest_of, node_of
 from stellate.store.erasure import Dependents, ErasePlan, Tombstone, inherited_parts, plan_erasure
 from stellate.store.history import (
     HistoryBounds,
@@ -190,6 +190,10 @@ class MemoryStore(BaseStore):
                 if len(page) >= limit:
                     break
         return page
+
+    async def list_nodes_page(self, *, after: SessionId | None = None, limit: int = 1000) -> list[TopologyNode]:
+        """A keyset page of the forest's nodes, childless (see `Store.list_nodes_page`)."""
+        return [node_of(r) for r in await self.list_sessions_page(after=after, limit=limit)]
 
     async def list_digests_page(
         self,

@@ -10,7 +10,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Protocol, runtime_checkable
 
 from stellate.log.events import Event, NewEvent
-from stellate.store.digests import SessionDigest
+from stellate.store.digests import SessionDigest, TopologyNode
 from stellate.store.erasure import Dependents, ErasePlan, Tombstone
 from stellate.store.leases import DEFAULT_LEASE_TTL
 from stellate.store.types import ForkRequest, Lease, SessionId, SessionRecord
@@ -108,6 +108,13 @@ class Store(Protocol):
         """Up to ``limit`` records in creation order after the session ``after``: a keyset page of `list_sessions`.
 
         Same rules as `list_digests_page` (``bad_cursor`` for an ``after`` that names no session of this space).
+        """
+        ...
+
+    async def list_nodes_page(self, *, after: SessionId | None = None, limit: int = 1000) -> list[TopologyNode]:
+        """Up to ``limit`` childless topology nodes in creation order after ``after`` (a parent before its children).
+
+        Same rules as `list_digests_page`; the forest's map reads these without any session's full record.
         """
         ...
 

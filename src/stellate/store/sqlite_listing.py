@@ -1,13 +1,13 @@
-"""SQLite's keyset pages of the session listing (`Store.list_digests_page`, `Store.list_sessions_page`)."""
+"""SQLite's keyset pages of the session listing (`Store.list_digests_page` and its kin)."""
 
 from __future__ import annotations
 
 import sqlite3
 from typing import Any
 
-from stellate.store._listing_sql import EXISTS_SQL, page_sql
+from stellate.store._listing_sql import EXISTS_SQL, node_from_row, page_sql
 from stellate.store._sql import digest_from_row, record_from_row
-from stellate.store.digests import SessionDigest, bad_cursor
+from stellate.store.digests import SessionDigest, TopologyNode, bad_cursor
 from stellate.store.sqlite_connections import SqliteConnections, translate
 from stellate.store.types import SessionId, SessionRecord
 
@@ -40,8 +40,13 @@ class SqliteListing:
 
     async def list_sessions_page(self, *, after: SessionId | None = None, limit: int = 100) -> list[SessionRecord]:
         """A keyset page of `list_sessions` (see `Store.list_sessions_page`)."""
-        sql, params = page_sql(placeholder="?", space=self.space, after=after, limit=limit, records=True)
+        sql, params = page_sql(placeholder="?", space=self.space, after=after, limit=limit, listed="records")
         return [record_from_row(r) for r in await self._page(sql, params, after, limit)]
+
+    async def list_nodes_page(self, *, after: SessionId | None = None, limit: int = 1000) -> list[TopologyNode]:
+        """A keyset page of the forest's nodes, childless (see `Store.list_nodes_page`)."""
+        sql, params = page_sql(placeholder="?", space=self.space, after=after, limit=limit, listed="nodes")
+        return [node_from_row(r) for r in await self._page(sql, params, after, limit)]
 
     async def _page(self, sql: str, params: tuple[Any, ...], after: SessionId | None, limit: int) -> list[Any]:
         args = (sql, params, after, self.space, limit)

@@ -10,8 +10,9 @@ import pytest
 
 from stellate.errors import UsageError
 from stellate.log import make_event
-from stellate.store import BaseStore, SessionId
-from stellate.store.digests import SessionDigest
+from stellate.store import BaseStore, CompletedTurn, ForkRequest, SessionId
+from stellate.store.digests import SessionDigest, node_of
+from stellate.testing.approval_contract import paused_turn
 from stellate.testing.contract_support import S, turn
 
 
@@ -60,6 +61,26 @@ async def test_record_pages_concatenate_to_the_full_listing(store: BaseStore) ->
         after = page[-1].id
     assert pages == full
     assert await store.list_sessions_page(after=S("s2"), limit=2) == full[3:5]
+
+
+async def test_node_pages_are_the_childless_nodes_of_the_records(store: BaseStore) -> None:
+    """`list_nodes_page` pages give each session's node as its record says (inherited and awaiting counts too)."""
+    await store.create_session(session_id=S("src"), events=turn(1))
+    await store.append(S("src"), paused_turn(2))
+    await store.create_session(
+        session_id=S("kid"), parent_id=S("src"), fork=ForkRequest(source_id=S("src"), point=CompletedTurn())
+    )
+    await _forest(store, 5)
+    expected = [node_of(r) for r in await store.list_sessions()]
+    assert (expected[0].awaiting_approval, expected[1].inherited_turns) == (1, 1)
+    nodes, after = [], None
+    while page := await store.list_nodes_page(after=after, limit=2):
+        nodes += page
+        after = S(page[-1].id)
+    assert nodes == expected
+    assert all(n.children == [] and n.depth == 0 for n in nodes)
+    with pytest.raises(UsageError):
+        await store.list_nodes_page(after=S("nope"))
 
 
 async def test_filtered_pages_list_children_or_a_status_in_creation_order(store: BaseStore) -> None:
