@@ -138,23 +138,24 @@ export const forest = {
       this.complete = complete;
       this.emit('load');
     };
-    let cursor = null;
-    let limit = FIRST_PAGE;
+    const fetchPage = (cursor, limit) =>
+      api(`/forest/nodes?limit=${limit}` + (cursor ? '&cursor=' + encodeURIComponent(cursor) : ''));
+    let pending = fetchPage(null, FIRST_PAGE);
     let first = true;
-    do {
-      const page = await api(`/forest/nodes?limit=${limit}` + (cursor ? '&cursor=' + encodeURIComponent(cursor) : ''));
+    while (pending) {
+      const page = await pending;
       if (ticket !== this.loadTicket) return this; // a newer load took over
+      // The next page is on its way while this one is added and drawn.
+      pending = page.next_cursor ? fetchPage(page.next_cursor, NEXT_PAGE) : null;
       for (const item of page.items) add(item);
-      cursor = page.next_cursor;
       if (first) {
         // Turns this server's API runs now, plus those the events said started (in-process turns included);
         // turn_finished events take them out again.
         for (const id of (await running).session_ids) this.running.add(id);
         first = false;
       }
-      if (progressive && cursor) show(false);
-      limit = NEXT_PAGE;
-    } while (cursor);
+      if (progressive && pending) show(false);
+    }
     show(true);
     this.loadDigests();
     return this;
