@@ -5,6 +5,7 @@
 import { api, sid } from './api.js';
 import { clear, clip, fill, h, timeAgo } from './dom.js';
 import { t } from './i18n.js';
+import { HitGrid } from './hit_grid.js';
 import { layoutForest } from './layout.js';
 import { forest } from './live.js';
 import { awaitingBadge } from './approvals.js';
@@ -123,6 +124,7 @@ class StarMap {
     }
     this.shownComplete = Boolean(forest.complete);
     this.positions = next;
+    this.grid = null; // built again on the next hover
     this.count.textContent = t('map.count', { n: forest.nodes.size });
     this.emptyNote.hidden = forest.nodes.size > 0;
     if (!this.fitted && next.size) { this.resize(); this.fit(); this.fitted = true; }
@@ -223,7 +225,11 @@ class StarMap {
     const x = (sx - this.tx) / this.k;
     const y = (sy - this.ty) / this.k;
     let best = null; let bestD = Infinity;
-    for (const [id, p] of this.positions) {
+    // A big forest looks only near the pointer: no node is drawn larger than 27 units (a pop included), or 8 pixels.
+    if (this.positions.size > 1000 && !this.grid) this.grid = new HitGrid(this.positions);
+    const ids = this.grid ? this.grid.near(x, y, Math.max(27, 8 / this.k) + 1) : this.positions.keys();
+    for (const id of ids) {
+      const p = this.positions.get(id);
       const node = forest.nodes.get(id);
       const r = Math.max(this.radius(node), 8 / this.k);
       const d = (p.x - x) ** 2 + (p.y - y) ** 2;
