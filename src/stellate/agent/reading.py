@@ -60,7 +60,7 @@ class AgentReads(AgentParts):
             parent_id=SessionId(parent_id) if parent_id is not None else None,
             status=status,
         )
-        return await with_approvals(store, page)
+        return await with_approvals(store, page) if any(d.turn_open for d in page) else page
 
     async def get_topology_page(self, *, after: str | None = None, limit: int = 1000) -> list[TopologyNode]:
         """A page of the forest: up to ``limit`` nodes in creation order after ``after``, without their children.
