@@ -6,16 +6,16 @@ import { api, sid } from './api.js';
 import { clear, clip, fill, h, timeAgo } from './dom.js';
 import { t } from './i18n.js';
 import { HitGrid } from './hit_grid.js';
+import { paintNodes } from './map_nodes.js';
 import { layoutForest } from './layout.js';
 import { forest } from './live.js';
 import { awaitingBadge } from './approvals.js';
 import { eraseDialog } from './erase.js';
-import { distinction, nameOf, sessionName, turnsText } from './names.js';
+import { nameOf, sessionName, turnsText } from './names.js';
 import { reflectControl } from './reflect.js';
 import { MessageSearch } from './search.js';
 import { confirmDialog, errorNode, forkDialog, go, newSessionDialog, toast } from './shared.js';
 
-const POP_MS = 500;
 
 export function mount(container, params) {
   const view = new StarMap(container, params);
@@ -351,70 +351,7 @@ class StarMap {
     ctx.stroke();
     ctx.setLineDash([]);
     const showLabels = this.k > 0.45 || this.positions.size < 60;
-    // Nodes of one colour and alpha fill as one path (a forest of 100,000 is a few fills, not 100,000); those
-    // off screen are skipped, and one smaller than a pixel and a half is a square. Rings, halos and labels are
-    // drawn per node, for the few nodes that have them.
-    const view = { x0: -this.tx / this.k, y0: -this.ty / this.k, x1: (this.width - this.tx) / this.k, y1: (this.height - this.ty) / this.k };
-    const tiny = 1.5 / this.k;
-    const fills = new Map();
-    const marked = [];
-    for (const [id, p] of this.positions) {
-      const node = forest.nodes.get(id);
-      let r = this.radius(node);
-      if (p.x + r + 24 < view.x0 || p.x - r - 24 > view.x1 || p.y + r + 24 < view.y0 || p.y - r - 24 > view.y1) continue;
-      const born = this.born.get(id);
-      if (born !== undefined) {
-        const progress = (time - born) / POP_MS;
-        if (progress >= 1) this.born.delete(id);
-        else { r *= easeOutBack(Math.max(0, progress)); animating = true; }
-      }
-      const running = forest.running.has(id);
-      const alpha = matches(node) ? (node.status === 'archived' ? 0.55 : 1) : 0.18;
-      const color = running ? c.running : node.status === 'archived' ? c.archived
-        : !node.parent_id ? c.root : node.children.length ? c.inner : c.leaf;
-      const key = color + '|' + alpha;
-      let path = fills.get(key);
-      if (!path) fills.set(key, (path = { color, alpha, path: new Path2D() }));
-      if (r < tiny) path.path.rect(p.x - r, p.y - r, r * 2, r * 2);
-      else { path.path.moveTo(p.x + r, p.y); path.path.arc(p.x, p.y, r, 0, Math.PI * 2); }
-      if (running || node.awaiting_approval || this.lit.has(id) || id === this.selected || id === this.hover
-        || (this.query && matches(node)) || showLabels) marked.push([id, p, node, r, running, alpha, color]);
-    }
-    for (const [id, p, node, r, running, alpha, color] of marked) {
-      if (!running) continue;
-      animating = true; // a running turn: a pulsing halo under its node
-      const pulse = 0.5 + 0.5 * Math.sin(time / 220);
-      ctx.fillStyle = c.running;
-      ctx.globalAlpha = alpha * (0.25 + 0.25 * pulse);
-      ctx.beginPath(); ctx.arc(p.x, p.y, r + 4 + 6 * pulse, 0, Math.PI * 2); ctx.fill();
-    }
-    for (const { color, alpha, path } of fills.values()) {
-      ctx.globalAlpha = alpha;
-      ctx.fillStyle = color;
-      ctx.fill(path);
-    }
-    for (const [id, p, node, r, running, alpha, color] of marked) {
-      ctx.globalAlpha = alpha;
-      if (running) { ctx.fillStyle = color; ctx.beginPath(); ctx.arc(p.x, p.y, r, 0, Math.PI * 2); ctx.fill(); }
-      if (node.awaiting_approval) { // a paused turn: a steady ring in the awaiting colour
-        ctx.strokeStyle = c.awaiting; ctx.lineWidth = 3 / Math.max(this.k, 0.5);
-        ctx.beginPath(); ctx.arc(p.x, p.y, r + 5, 0, Math.PI * 2); ctx.stroke();
-      }
-      if (this.lit.has(id)) {
-        ctx.strokeStyle = c.insight; ctx.lineWidth = 4 / Math.max(this.k, 0.5);
-        ctx.beginPath(); ctx.arc(p.x, p.y, r + 6, 0, Math.PI * 2); ctx.stroke();
-      }
-      if (id === this.selected || id === this.hover || (this.query && matches(node))) {
-        ctx.strokeStyle = c.selected; ctx.lineWidth = 2.5 / Math.max(this.k, 0.5);
-        ctx.beginPath(); ctx.arc(p.x, p.y, r + 3, 0, Math.PI * 2); ctx.stroke();
-      }
-      if (showLabels || id === this.hover || id === this.selected) {
-        ctx.fillStyle = c.text;
-        ctx.font = `${node.parent_id ? 500 : 700} ${(node.parent_id ? 11 : 13) / Math.max(this.k, 0.6)}px ${c.font}`;
-        const extra = distinction(node); // two trees with the same labels: age and id tail tell them apart
-        ctx.fillText(clip(node.label || node.id, 32) + (extra ? ` · ${extra}` : ''), p.x + r + 4, p.y + 4);
-      }
-    }
+    if (paintNodes(this, ctx, c, time, matches, showLabels)) animating = true;
     ctx.globalAlpha = 1;
     this.paintMs = performance.now() - started;
     if (this.firstPaintAt === undefined && this.positions.size) this.firstPaintAt = performance.now();
@@ -512,9 +449,4 @@ class StarMap {
 
 function slotText(text) {
   return text ? h('p', { class: 'slot', translate: 'no', text }) : h('p', { class: 'slot muted', text: t('common.none') });
-}
-
-function easeOutBack(x) {
-  const c1 = 1.70158; const c3 = c1 + 1;
-  return 1 + c3 * (x - 1) ** 3 + c1 * (x - 1) ** 2;
 }
