@@ -42,6 +42,25 @@ B3_RAW = "raw floor: SELECT the N rows + json.loads"
 B4_STELLATE = "stellate Agent.list_session_digests()"
 B4_RAW = "raw floor: SELECT of the digest columns"
 
+# -- B4-page (bench/forest_cases.py): the listing and the forest, paged, at 10× B4's sessions ------------------
+B4_PAGE = {
+    "first": "stellate first page of 100 digests",
+    "middle": "stellate page of 100 after the middle session",
+    "walk": "stellate whole listing in pages of 1,000",
+    "topology": "stellate whole forest in /forest/nodes pages of 1,000",
+    "http_first": "stellate GET /v1/sessions?limit=100 in-process (diagnostic)",
+}
+B4_PAGE_RAW = {key: f"raw floor: the same SELECT ({key})" for key in B4_PAGE}
+
+
+def _b4_page(sizes: Sizes) -> list[Case]:
+    params = {"sessions": sizes.b4_s * 10, "runs": sizes.runs}
+    rows = {**B4_PAGE, **{f"{k}_raw": v for k, v in B4_PAGE_RAW.items()}}
+    return [Case("B4-page", sizes.b4_s * 10, "forest.b4_page", params, rows, once=True)]
+
+
+# -- end B4-page ----------------------------------------------------------------------------------------------
+
 E2E = {
     "stellate": "stellate + OpenAIAdapter (streamed)",
     "httpx_floor": "bare httpx: the same body, stream read to its end",
@@ -399,6 +418,7 @@ def cases(sizes: Sizes, benches: set[str]) -> list[Case]:
         ({"B2"}, lambda: _b2("B2", "sqlite", sizes)),
         ({"B3"}, lambda: _b3(sizes)),
         ({"B4"}, lambda: _b4(sizes)),
+        ({"B4", "B4-PAGE"}, lambda: _b4_page(sizes)),
         ({"B8"}, lambda: _b8(sizes)),
         ({"B9"}, lambda: _b9(sizes)),
         ({"B5", "B5-TURN"}, lambda: _b1("B5-turn", "pg", sizes)),

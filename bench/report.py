@@ -18,6 +18,7 @@ TITLES = {
     "B2": "B2 — fork, file-backed SQLite (ms per fork; N = events of history, peers get N/6 turns)",
     "B3": "B3 — cold open (ms)",
     "B4": "B4 — digests of a forest (ms for the whole list)",
+    "B4-page": "B4-page — the listing and the forest read in pages, beside the same bare SELECT (ms; S = sessions)",
     "B5-turn": "B5 — per-turn overhead on PostgreSQL (ms per turn)",
     "B5-fork": "B5 — fork on PostgreSQL (ms per fork)",
     "B6": "B6 — turns through HTTP, each server in its own process, the mock model (20 ms, streamed) in another; "
@@ -34,6 +35,7 @@ AXIS = {
     "B2": "N",
     "B3": "N",
     "B4": "S",
+    "B4-page": "S",
     "B5-turn": "H",
     "B5-fork": "N",
     "B6": "C",
@@ -247,6 +249,7 @@ def _timings_with_notes(t: Tables) -> list[str]:
     """B8 and B9 (timings and ratios), then B6 (timings): each with its note."""
     lines: list[str] = []
     shown = (
+        ("B4-page", [], []),
         ("B8", B8_RATIOS, []),
         ("B9", B9_RATIOS, FRESH_NOTE),
         ("B6", [], SERVER_NOTE),

@@ -72,9 +72,25 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def selected(args: argparse.Namespace) -> set[str]:
     if args.only:
         chosen = {b.strip().upper() for b in args.only.split(",") if b.strip()}
-        unknown = chosen - {"B1", "B2", "B3", "B4", "B5", "B5-TURN", "B5-FORK", "B6", "B8", "B9", "B10", "B11"}
+        unknown = chosen - {
+            "B1",
+            "B2",
+            "B3",
+            "B4",
+            "B4-PAGE",
+            "B5",
+            "B5-TURN",
+            "B5-FORK",
+            "B6",
+            "B8",
+            "B9",
+            "B10",
+            "B11",
+        }
         if unknown:
-            raise SystemExit(f"unknown benchmark(s) {sorted(unknown)}; choose from B1-B6, B8-B11, B5-turn, B5-fork")
+            raise SystemExit(
+                f"unknown benchmark(s) {sorted(unknown)}; choose from B1-B6, B8-B11, B4-page, B5-turn, B5-fork"
+            )
         return chosen
     return {"B1", "B2", "B3", "B4", "B6", "B8", "B9", "B10", "B11"} | ({"B5"} if args.pg else set())
 

@@ -167,12 +167,24 @@ def _goal_rows(t: Tables) -> list[Verdict]:
     for x in t.xs("B4"):
         top, floor = _cells(t, "B4", P.B4_STELLATE, P.B4_RAW, x)
         out.append(_at_most(f"5. B4 digests within {B4_FACTOR:.0f}× of a bare SELECT", top, floor, B4_FACTOR))
+    out += _b4_page_rows(t)
     if b8:
         label = f"{P.E2E['stellate']} (CPU)", f"{P.E2E['httpx_floor']} (CPU)"
         top, floor = _cells(t, "B8", label[0], label[1], b8[-1])
         name = f"6. CPU per turn through OpenAIAdapter at H={b8[-1]:,} within {E2E_FACTOR}× of bare httpx"
         out.append(_at_most(name, top, floor, E2E_FACTOR))
     return out + _fresh_rows(t)
+
+
+def _b4_page_rows(t: Tables) -> list[Verdict]:
+    """B4-page (bench/forest_cases.py): each paged read of the big forest beside the same bare SELECT."""
+    out = []
+    for x in t.xs("B4-page"):
+        for key in ("first", "middle", "walk", "topology"):
+            top, floor = _cells(t, "B4-page", P.B4_PAGE[key], P.B4_PAGE_RAW[key], x)
+            name = f"5. B4-page at S={x:,}: {P.B4_PAGE[key]} within {B4_FACTOR:.0f}× of a bare SELECT"
+            out.append(_at_most(name, top, floor, B4_FACTOR))
+    return out
 
 
 FRESH_CLI_FACTOR = 1.5

@@ -31,6 +31,7 @@ MODULES = {
     "streaming": "bench.streaming_cases",
     "session_io": "bench.session_io_cases",
     "serve": "bench.serve_cases",
+    "forest": "bench.forest_cases",
 }
 
 

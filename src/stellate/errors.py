@@ -269,6 +269,7 @@ ERROR_CODES: dict[str, str] = {
     "image_unreachable": "an image URL could not be fetched (error, timeout, or URLs not allowed here)",
     "images_unsupported": "the session's model cannot see images",
     "blob_not_found": "no stored blob (image) has this sha256 in this space",
+    "bad_cursor": "a listing's cursor names no session of it (erased, or never handed out); start again without it",
 }
 
 #: Codes of a store that failed for now and may answer a retry: a lost connection, a lock held elsewhere.

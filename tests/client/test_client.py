@@ -138,3 +138,24 @@ def test_the_sync_client_searches(server_url: str) -> None:
         root = remote.create_session(label="sync")
         remote.turn(root.id, "蓝色的海")
         assert {h.role for h in remote.search("蓝色").hits} == {"user", "assistant"}
+
+
+async def test_the_client_pages_the_listing_and_the_forest_as_the_agent_does() -> None:
+    """Keyset pages over HTTP equal the agent's own, and the forest built from pages equals `Agent.get_topology`."""
+    local = Agent(MemoryStore(), llm=echo_llm())
+    roots = [await local.create_session(label=f"r{n}") for n in range(3)]
+    for n in range(7):
+        await local.fork_session(roots[n % 3].id, ForkOptions(label=f"k{n}"))
+    await local.archive_session(roots[1].id)
+    async with Client("http://127.0.0.1", transport=httpx.ASGITransport(create_app(local))) as remote:
+        for agent in (local, remote):
+            first = await agent.list_session_digests_page(limit=4)
+            rest = await agent.list_session_digests_page(after=first[-1].id, limit=100)
+            assert first + rest == await local.list_session_digests()
+            kids = await agent.list_session_digests_page(parent_id=roots[0].id, limit=2)
+            assert [d.label for d in kids] == ["k0", "k3"]
+            archived = await agent.list_session_digests_page(status="archived")
+            assert [d.id for d in archived] == [roots[1].id]
+            nodes = await agent.get_topology_page(after=roots[2].id, limit=3)
+            assert [n.label for n in nodes] == ["k0", "k1", "k2"]
+        assert await remote.get_topology() == await local.get_topology()

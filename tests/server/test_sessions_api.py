@@ -68,6 +68,43 @@ async def test_forest_has_topology_parent_and_source(client: httpx.AsyncClient) 
     assert node_b["id"] == b and node_b["parent_id"] == a and node_b["source_id"] == root
 
 
+async def _pages(client: httpx.AsyncClient, path: str, limit: int, **params: object) -> list[dict[str, object]]:
+    items: list[dict[str, object]] = []
+    cursor = None
+    while True:
+        query = {"limit": limit, **params, **({"cursor": cursor} if cursor else {})}
+        page = (await client.get(path, params=query)).json()
+        assert len(page["items"]) <= limit
+        items += page["items"]
+        cursor = page["next_cursor"]
+        if cursor is None:
+            return items
+
+
+async def test_the_forest_pages_list_every_node_once_parents_first(client: httpx.AsyncClient) -> None:
+    """``/forest/nodes`` pages hold the nodes of ``/forest`` in creation order; an erased cursor is refused."""
+    root = await create(client, "root")
+    kids = [(await client.post(f"/sessions/{root}/forks", json={"label": f"k{n}"})).json()["id"] for n in range(4)]
+    other = await create(client, "other")
+    flat = await _pages(client, "/forest/nodes", 2)
+    assert [n["id"] for n in flat] == [root, *kids, other]
+    assert [n["parent_id"] for n in flat] == [None, root, root, root, root, None]
+    assert all(n["children"] == [] for n in flat)
+    forest = (await client.get("/forest")).json()
+    assert [n["id"] for n in forest] == [root, other] and [c["id"] for c in forest[0]["children"]] == kids
+    page = (await client.get("/forest/nodes", params={"limit": 3})).json()
+    assert (await client.delete(f"/sessions/{kids[1]}")).status_code == 200  # the page's last node is erased
+    gone = await client.get("/forest/nodes", params={"cursor": page["next_cursor"]})
+    assert gone.status_code == 422 and gone.json()["code"] == "validation_error"
+
+
+async def test_a_label_filter_pages_past_what_it_skips(client: httpx.AsyncClient) -> None:
+    """``q`` keeps the matching digests page by page, however many others lie between them."""
+    ids = [await create(client, "match" if n % 7 == 0 else "other") for n in range(30)]
+    assert [d["id"] for d in await _pages(client, "/sessions", 2, q="MATCH")] == ids[::7]
+    assert [d["id"] for d in await _pages(client, "/sessions", 4, status="active")] == ids
+
+
 async def test_rename_insight_memory_and_archive(client: httpx.AsyncClient) -> None:
     sid = await create(client, "old")
     assert (await client.patch(f"/sessions/{sid}", json={"label": "new"})).json()["label"] == "new"

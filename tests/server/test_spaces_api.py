@@ -62,7 +62,7 @@ async def test_a_key_of_another_space_gets_404_on_every_session_route(keyed: htt
         f"/sessions/{fork_onto.json()['id']}/forks", json={"label": "x", "topology_parent_id": sid}, headers=beta
     )
     assert hang.status_code == 404
-    for path in ("/sessions", "/forest"):
+    for path in ("/sessions", "/forest", "/forest/nodes"):
         listed = await keyed.get(path, headers=beta)
         assert listed.status_code == 200 and sid not in listed.text
     assert (await keyed.get("/sessions", params={"root": sid}, headers=beta)).status_code == 404

@@ -16,6 +16,7 @@ def test_the_store_contract_hands_over_every_rule() -> None:
         erase_contract,
         history_contract,
         lease_contract,
+        listing_contract,
         search_contract,
         space_contract,
         store_contract,
@@ -27,6 +28,7 @@ def test_the_store_contract_hands_over_every_rule() -> None:
         erase_contract,
         history_contract,
         lease_contract,
+        listing_contract,
         search_contract,
         space_contract,
     ):

@@ -40,6 +40,40 @@ class AgentReads(AgentParts):
         store = await self.store()
         return await with_approvals(store, await store.list_digests())
 
+    async def list_session_digests_page(
+        self,
+        *,
+        after: str | None = None,
+        limit: int = 100,
+        parent_id: str | None = None,
+        status: str | None = None,
+    ) -> list[SessionDigest]:
+        """Up to ``limit`` digests in creation order after the session ``after`` (see `Store.list_digests_page`).
+
+        Raises:
+            UsageError: ``bad_cursor`` when ``after`` names no session of the store (erased, or never one).
+        """
+        store = await self.store()
+        page = await store.list_digests_page(
+            after=SessionId(after) if after is not None else None,
+            limit=limit,
+            parent_id=SessionId(parent_id) if parent_id is not None else None,
+            status=status,
+        )
+        return await with_approvals(store, page) if any(d.turn_open for d in page) else page
+
+    async def get_topology_page(self, *, after: str | None = None, limit: int = 1000) -> list[TopologyNode]:
+        """A page of the forest: up to ``limit`` nodes in creation order after ``after``, without their children.
+
+        A parent is listed before its children, so `stellate.agent.topology.forest_of` over the pages in turn
+        gives `get_topology`.
+
+        Raises:
+            UsageError: ``bad_cursor`` when ``after`` names no session of the store.
+        """
+        store = await self.store()
+        return await store.list_nodes_page(after=SessionId(after) if after is not None else None, limit=limit)
+
     async def get_topology(self) -> list[TopologyNode]:
         """The forest: roots in creation order, each with its subtree."""
         return build_forest(await (await self.store()).list_sessions())

@@ -20,6 +20,7 @@ from pydantic import TypeAdapter
 from stellate.agent import Reflection, SearchPage, SessionDigest, TopologyNode
 from stellate.agent.context_window import ContextWindow
 from stellate.agent.images import ImagePolicy, ImageSource, load_image
+from stellate.agent.topology import forest_of
 from stellate.agent.usage_report import UsageReport
 from stellate.client.branches import ClientBranches
 from stellate.client.errors import error_from_problem
@@ -35,6 +36,7 @@ __all__ = ["Client"]
 
 _DIGEST = TypeAdapter(SessionDigest)
 _NODES = TypeAdapter(list[TopologyNode])
+
 _RESULT = TypeAdapter(TurnResult)
 _SEARCH_PAGE = TypeAdapter(SearchPage)
 _TURN_EVENT: TypeAdapter[TurnEvent] = TypeAdapter(TurnEvent)
@@ -219,9 +221,36 @@ class Client(ClientBranches):
             if cursor is None:
                 return digests
 
+    async def list_session_digests_page(
+        self, *, after: str | None = None, limit: int = 100, parent_id: str | None = None, status: str | None = None
+    ) -> list[SessionDigest]:
+        """See `Agent.list_session_digests_page` (one ``GET /v1/sessions`` page after the session ``after``)."""
+        params: dict[str, Any] = {"limit": limit}
+        if after is not None:
+            params["cursor"] = _cursor_after(after)
+        if parent_id is not None:
+            params["parent"] = parent_id
+        if status is not None:
+            params["status"] = status
+        page = await self._call("GET", "/sessions", params=params)
+        return [_DIGEST.validate_python(item) for item in page["items"]]
+
+    async def get_topology_page(self, *, after: str | None = None, limit: int = 1000) -> list[TopologyNode]:
+        """See `Agent.get_topology_page` (one ``GET /v1/forest/nodes`` page)."""
+        params: dict[str, Any] = {"limit": limit, **({"cursor": _cursor_after(after)} if after is not None else {})}
+        return _NODES.validate_python((await self._call("GET", "/forest/nodes", params=params))["items"])
+
     async def get_topology(self) -> list[TopologyNode]:
-        """See `Agent.get_topology`."""
-        return _NODES.validate_python(await self._call("GET", "/forest"))
+        """See `Agent.get_topology` (every page of ``GET /v1/forest/nodes``, the forest built here)."""
+        nodes: list[TopologyNode] = []
+        cursor: str | None = None
+        while True:
+            params = {"limit": 5000, **({"cursor": cursor} if cursor else {})}
+            page = await self._call("GET", "/forest/nodes", params=params)
+            nodes.extend(_NODES.validate_python(page["items"]))
+            cursor = page["next_cursor"]
+            if cursor is None:
+                return forest_of(nodes)
 
     async def list_messages(self, session_id: str) -> list[Message]:
         """See `Agent.list_messages`."""
@@ -401,3 +430,8 @@ def _json_or_none(response: httpx.Response) -> Any:
         return response.json()
     except ValueError:
         return None
+
+
+def _cursor_after(session_id: str) -> str:
+    """The listing cursor that continues after ``session_id`` (the server's opaque cursor, made the same way)."""
+    return base64.urlsafe_b64encode(session_id.encode()).decode().rstrip("=")

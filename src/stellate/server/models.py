@@ -42,6 +42,7 @@ __all__ = [
     "SessionDetail",
     "SessionDigest",
     "SessionPage",
+    "TopologyPage",
     "TopologyNode",
     "TurnBody",
     "TurnCancelled",
@@ -153,6 +154,14 @@ class SessionPage(BaseModel):
     """One page of session digests."""
 
     items: list[SessionDigest]
+    next_cursor: str | None
+    """Pass as ``cursor`` for the next page; None on the last page."""
+
+
+class TopologyPage(BaseModel):
+    """One page of the forest's nodes, in creation order, each without its children."""
+
+    items: list[TopologyNode]
     next_cursor: str | None
     """Pass as ``cursor`` for the next page; None on the last page."""
 

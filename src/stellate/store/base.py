@@ -26,6 +26,7 @@ from stellate.store._batch import Fence, PlannedAppend, plan_append
 from stellate.store.digests import SessionDigest, digest_of
 from stellate.store.erasure import ErasureStore
 from stellate.store.leases import DEFAULT_LEASE_TTL, LeaseStore, lease_owner
+from stellate.store.paged import PagedListing
 from stellate.store.protocol import Store
 from stellate.store.segments import StoredSegment
 from stellate.store.signals import LOG_CHANNEL, LocalSignals, Signals, log_payload
@@ -70,7 +71,7 @@ class _Lineage:
     inherited: int
 
 
-class BaseStore(LeaseStore, ErasureStore):
+class BaseStore(PagedListing, LeaseStore, ErasureStore):
     """Shared logic over a backend's primitives; subclass and implement the abstract methods."""
 
     def __init__(self) -> None:

@@ -11,6 +11,7 @@ from stellate.log.events import Event, NewEvent
 from stellate.store._batch import Fence, PlannedAppend, busy_error, interleaved_range, plan_append
 from stellate.store.base import BaseStore
 from stellate.store.blobs import BLOB_GRACE_MS, Blob, blob_hash, blob_not_found, referenced_hashes
+from stellate.store.digests import SessionDigest, TopologyNode, bad_cursor, digest_of, node_of
 from stellate.store.erasure import Dependents, ErasePlan, Tombstone, inherited_parts, plan_erasure
 from stellate.store.history import (
     HistoryBounds,
@@ -37,6 +38,9 @@ class MemoryStore(BaseStore):
         self._records: dict[SessionId, SessionRecord] = {}
         self._events: dict[SessionId, list[Event]] = {}
         self._spaces: dict[SessionId, str] = {}
+        self._order: dict[str, list[SessionId]] = {}
+        """Each space's sessions in creation order (erased ones stay, skipped), so a page starts where it left off."""
+        self._position: dict[SessionId, int] = {}
         self._lock = asyncio.Lock()
         self._segments_by_session: dict[SessionId, dict[tuple[int, int], StoredSegment]] = {}
         self._claims: dict[str, Claim] = {}
@@ -63,6 +67,9 @@ class MemoryStore(BaseStore):
             self._records[record.id] = record
             self._events[record.id] = list(planned.events) if planned else []
             self._spaces[record.id] = self.space
+            order = self._order.setdefault(self.space, [])
+            self._position[record.id] = len(order)
+            order.append(record.id)
 
     async def _append_planned(
         self, session_id: SessionId, events: Sequence[NewEvent], expected_seq: int | None, fence: Fence
@@ -167,6 +174,53 @@ class MemoryStore(BaseStore):
             return [r for r in records if r.parent_id is None]
         return records
 
+    async def list_sessions_page(self, *, after: SessionId | None = None, limit: int = 100) -> list[SessionRecord]:
+        """A keyset page of `list_sessions` (see `Store.list_sessions_page`)."""
+        order = self._order.get(self.space, [])
+        start = 0
+        if after is not None:
+            if self._visible(after) is None:
+                raise bad_cursor(after)
+            start = self._position[after] + 1
+        page: list[SessionRecord] = []
+        for index in range(start, len(order)):
+            record = self._records.get(order[index])
+            if record is not None:
+                page.append(record)
+                if len(page) >= limit:
+                    break
+        return page
+
+    async def list_nodes_page(self, *, after: SessionId | None = None, limit: int = 1000) -> list[TopologyNode]:
+        """A keyset page of the forest's nodes, childless (see `Store.list_nodes_page`)."""
+        return [node_of(r) for r in await self.list_sessions_page(after=after, limit=limit)]
+
+    async def list_digests_page(
+        self,
+        *,
+        after: SessionId | None = None,
+        limit: int = 100,
+        parent_id: SessionId | None = None,
+        status: str | None = None,
+    ) -> list[SessionDigest]:
+        """A keyset page of the digests (see `Store.list_digests_page`): it starts at the session after ``after``."""
+        order = self._order.get(self.space, [])
+        start = 0
+        if after is not None:
+            if self._visible(after) is None:
+                raise bad_cursor(after)
+            start = self._position[after] + 1
+        page: list[SessionDigest] = []
+        for index in range(start, len(order)):
+            record = self._records.get(order[index])
+            if record is None or (parent_id is not None and record.parent_id != parent_id):
+                continue
+            if status is None or record.slots.status == status:
+                page.append(digest_of(record))
+                if len(page) >= limit:
+                    break
+        return page
+
     async def _read_segment_rows(self, session_id: SessionId, max_end: int | None) -> list[StoredSegment]:
         rows = self._segments_by_session.get(session_id, {}).values()
         return [row for row in rows if max_end is None or row.end <= max_end]
@@ -239,7 +293,7 @@ class MemoryStore(BaseStore):
     def _erase_one(self, session_id: SessionId, by: str, now: int) -> None:
         """Drop every trace of one session but its tombstone (the side tables of this backend, in one place)."""
         record = self._records.pop(session_id)
-        del self._events[session_id], self._spaces[session_id]
+        del self._events[session_id], self._spaces[session_id], self._position[session_id]
         self._segments_by_session.pop(session_id, None)
         quoted = f'"{session_id}"'
         for rows in self._history.values():

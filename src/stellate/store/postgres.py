@@ -73,6 +73,7 @@ from stellate.store.pg_erase import erase, lock_lineage
 from stellate.store.pg_errors import describe_url as _describe
 from stellate.store.pg_errors import translate_error as _translate
 from stellate.store.pg_history import append_history, read_history
+from stellate.store.pg_listing import PostgresListing
 from stellate.store.pg_presence import GONE_SQL, Presence, presence_key
 from stellate.store.pg_schema import MIGRATIONS
 from stellate.store.pg_search import search_messages_sql, search_page
@@ -116,7 +117,7 @@ _IDLE_CHECK_SECONDS = 2.0  # a connection idle longer than this is pinged before
 _VERSION_TABLE = "CREATE TABLE IF NOT EXISTS stellate_schema (version INTEGER NOT NULL)"
 
 
-class PostgresStore(BaseStore, PostgresBlobs):
+class PostgresStore(PostgresListing, BaseStore, PostgresBlobs):
     """Sessions in PostgreSQL, shared by any number of processes. Open it with `PostgresStore.open`."""
 
     def __init__(

@@ -10,6 +10,7 @@ from collections.abc import Callable, Collection, Sequence
 from typing import Protocol, runtime_checkable
 
 from stellate.log.events import Event, NewEvent
+from stellate.store.digests import SessionDigest, TopologyNode
 from stellate.store.erasure import Dependents, ErasePlan, Tombstone
 from stellate.store.leases import DEFAULT_LEASE_TTL
 from stellate.store.types import ForkRequest, Lease, SessionId, SessionRecord
@@ -84,6 +85,37 @@ class Store(Protocol):
 
     async def list_sessions(self, *, parent_id: SessionId | None = None, roots: bool = False) -> list[SessionRecord]:
         """All sessions in creation order, or the children of ``parent_id``, or the roots."""
+        ...
+
+    async def list_digests_page(
+        self,
+        *,
+        after: SessionId | None = None,
+        limit: int = 100,
+        parent_id: SessionId | None = None,
+        status: str | None = None,
+    ) -> list[SessionDigest]:
+        """Up to ``limit`` digests in creation order after the session ``after`` (from the first without it).
+
+        Optionally only the children of ``parent_id``, or only those of ``status``. A keyset page: its cost
+        follows the page, not the forest; pages concatenate to `list_digests` (sessions created meanwhile come
+        at the end, an archived session keeps its place). Raises `UsageError` (``bad_cursor``) when ``after``
+        names no session of this space (erased, or never one).
+        """
+        ...
+
+    async def list_sessions_page(self, *, after: SessionId | None = None, limit: int = 100) -> list[SessionRecord]:
+        """Up to ``limit`` records in creation order after the session ``after``: a keyset page of `list_sessions`.
+
+        Same rules as `list_digests_page` (``bad_cursor`` for an ``after`` that names no session of this space).
+        """
+        ...
+
+    async def list_nodes_page(self, *, after: SessionId | None = None, limit: int = 1000) -> list[TopologyNode]:
+        """Up to ``limit`` childless topology nodes in creation order after ``after`` (a parent before its children).
+
+        Same rules as `list_digests_page`; the forest's map reads these without any session's full record.
+        """
         ...
 
     async def repair(self, session_id: SessionId, *, lease: Lease | None = None) -> list[Event]:

@@ -62,6 +62,7 @@ from stellate.store.sqlite_blobs import SqliteBlobs
 from stellate.store.sqlite_connections import SqliteConnections, Synchronous, WriteTransaction, translate
 from stellate.store.sqlite_erase import check_lineage_exists, erase_sync
 from stellate.store.sqlite_files import sqlite_path
+from stellate.store.sqlite_listing import SqliteListing
 from stellate.store.sqlite_search import SEARCH_MIGRATION, index_planned, search_sync
 from stellate.store.types import Claim, Lease, SessionId, SessionRecord
 
@@ -174,7 +175,7 @@ _INSERT_HISTORY = "INSERT INTO event_history (space, id, time, kind, data) VALUE
 _TAKEN = "SELECT 1 FROM sessions WHERE id = ? UNION ALL SELECT 1 FROM tombstones WHERE id = ?"
 
 
-class SqliteStore(BaseStore, SqliteBlobs):
+class SqliteStore(SqliteListing, BaseStore, SqliteBlobs):
     """The default store: a single SQLite file. Open it with `SqliteStore.open`."""
 
     def __init__(self, path: str, *, busy_timeout_ms: int = 5000, synchronous: Synchronous = "NORMAL") -> None:

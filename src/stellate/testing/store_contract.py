@@ -53,6 +53,7 @@ from stellate.testing.contract_support import turn as turn
 from stellate.testing.erase_contract import *  # noqa: F403
 from stellate.testing.history_contract import *  # noqa: F403
 from stellate.testing.lease_contract import *  # noqa: F403
+from stellate.testing.listing_contract import *  # noqa: F403
 from stellate.testing.search_contract import *  # noqa: F403
 from stellate.testing.space_contract import *  # noqa: F403
 

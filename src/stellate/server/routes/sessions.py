@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from fastapi import APIRouter, Query, status
+from fastapi import APIRouter, Query, Response, status
+from pydantic import BaseModel
 
 from stellate.agent import SessionDigest, TopologyNode
 from stellate.agent.editing import rename_session, set_system_prompt
@@ -18,8 +19,9 @@ from stellate.server.models import (
     MemoryOut,
     SessionDetail,
     SessionPage,
+    TopologyPage,
 )
-from stellate.server.pagination import page_of
+from stellate.server.pagination import keyset_page, page_of
 from stellate.server.problems import problem_responses
 from stellate.server.state import CallerDep
 from stellate.store import SessionId, SessionRecord
@@ -52,22 +54,34 @@ async def list_sessions(
     q: Annotated[str | None, Query(max_length=200, description="label contains (case-insensitive)")] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     cursor: Annotated[str | None, Query(max_length=200)] = None,
-) -> SessionPage:
-    """Session digests in creation order, filtered, one page at a time."""
-    digests = await caller.agent.list_session_digests()
-    tree = _ids(await caller.agent.get_node(root)) if root is not None else None
+) -> Response:
+    """Session digests in creation order, filtered, one page at a time (each page read from the store as such)."""
     needle = q.casefold() if q else None
+    if root is not None:  # a tree's members are known from the tree only: the page is cut from the full listing
+        tree = _ids(await caller.agent.get_node(root))
 
-    def keep(digest: SessionDigest) -> bool:
-        return (
-            (tree is None or digest.id in tree)
-            and (parent is None or digest.parent_id == parent)
-            and (status is None or digest.status == status)
-            and (needle is None or needle in digest.label.casefold())
-        )
+        def keep(digest: SessionDigest) -> bool:
+            return (
+                digest.id in tree
+                and (parent is None or digest.parent_id == parent)
+                and (status is None or digest.status == status)
+                and (needle is None or needle in digest.label.casefold())
+            )
 
-    items, next_cursor = page_of(digests, cursor, limit, keep)
-    return SessionPage(items=items, next_cursor=next_cursor)
+        items, next_cursor = page_of(await caller.agent.list_session_digests(), cursor, limit, keep)
+        return _json(SessionPage(items=items, next_cursor=next_cursor))
+
+    async def fetch(after: str | None, n: int) -> list[SessionDigest]:
+        return await caller.agent.list_session_digests_page(after=after, limit=n, parent_id=parent, status=status)
+
+    labelled = None if needle is None else (lambda d: needle in d.label.casefold())
+    items, next_cursor = await keyset_page(fetch, cursor, limit, labelled)
+    return _json(SessionPage(items=items, next_cursor=next_cursor))
+
+
+def _json(page: BaseModel) -> Response:
+    """A page serialized once, by its own model (FastAPI would validate its thousands of items again first)."""
+    return Response(content=page.model_dump_json(), media_type="application/json")
 
 
 def _ids(node: TopologyNode) -> set[str]:
@@ -86,6 +100,25 @@ async def get_topology(caller: CallerDep) -> list[TopologyNode]:
     ``parent_id`` is the topology parent (where a node hangs), ``source_id`` where its history came from.
     """
     return await caller.agent.get_topology()
+
+
+@router.get("/forest/nodes", response_model=TopologyPage, responses=problem_responses())
+async def get_topology_page(
+    caller: CallerDep,
+    limit: Annotated[int, Query(ge=1, le=5000)] = 1000,
+    cursor: Annotated[str | None, Query(max_length=200)] = None,
+) -> Response:
+    """The forest one page at a time: nodes in creation order, without children (a parent comes before them).
+
+    Each node's ``parent_id`` says where it hangs, so a client builds the forest as the pages arrive (the star
+    map draws from the first page on); ``depth`` is left 0 and ``children`` empty.
+    """
+
+    async def fetch(after: str | None, n: int) -> list[TopologyNode]:
+        return await caller.agent.get_topology_page(after=after, limit=n)
+
+    items, next_cursor = await keyset_page(fetch, cursor, limit)
+    return _json(TopologyPage(items=items, next_cursor=next_cursor))
 
 
 @router.get("/sessions/{session_id}", response_model=SessionDetail, responses=problem_responses(404))

@@ -5,6 +5,8 @@
 import { api, allSessions, sse } from './api.js';
 
 const HISTORY = 500;
+const FIRST_PAGE = 2000; // nodes of the forest's first page: drawn at once, however big the forest
+const NEXT_PAGE = 5000;
 // Everything but the text chunks, which only the page running a turn needs (from the turn's own stream).
 const TYPES = [
   'session_created', 'session_forked', 'session_archived', 'message_received', 'round_start', 'assistant_reply',
@@ -103,33 +105,69 @@ export const forest = {
   on(listener) { this.listeners.add(listener); return () => this.listeners.delete(listener); },
   emit(reason) { for (const listener of this.listeners) listener(reason); },
 
+  // The forest in pages of its nodes (GET /v1/forest/nodes, parents first), the digests (memory and insight,
+  // paged) after. The first load shows each page as it arrives, so the map draws a big forest from its first
+  // page on; a reload builds the new forest aside and swaps it in whole (no shrinking, no flicker).
   async load() {
-    // The forest first (one request: enough to draw the map), the digests (memory and insight, paged) after.
-    const [roots, running] = await Promise.all([api('/forest'), api('/turns')]);
+    const ticket = (this.loadTicket = (this.loadTicket || 0) + 1);
+    const progressive = !this.loaded;
+    const running = api('/turns');
     const byId = this.digests;
     const nodes = new Map();
-    const walk = (node, parent) => {
-      const digest = byId.get(node.id) || {};
-      nodes.set(node.id, {
-        id: node.id, label: node.label, status: node.status, parent_id: parent ? parent.id : null,
-        source_id: node.source_id, turn_count: node.turn_count, last_activity: node.last_activity,
-        depth: node.depth, children: node.children.map((c) => c.id), memory: digest.memory ?? null,
-        insight: digest.insight ?? null, turn_open: Boolean(digest.turn_open), awaiting_approval: node.awaiting_approval || 0,
-        inherited_turns: node.inherited_turns || 0, created_at: node.created_at || 0,
-      });
-      for (const child of node.children) walk(child, node);
+    const roots = [];
+    const labelCounts = new Map();
+    const add = (item) => {
+      const digest = byId.get(item.id) || {};
+      const parent = item.parent_id ? nodes.get(item.parent_id) : undefined;
+      const node = {
+        id: item.id, label: item.label, status: item.status, parent_id: parent ? parent.id : null,
+        source_id: item.source_id, turn_count: item.turn_count, last_activity: item.last_activity,
+        depth: parent ? parent.depth + 1 : 0, children: [], memory: digest.memory ?? null,
+        insight: digest.insight ?? null, turn_open: Boolean(digest.turn_open), awaiting_approval: item.awaiting_approval || 0,
+        inherited_turns: item.inherited_turns || 0, created_at: item.created_at || 0,
+      };
+      nodes.set(node.id, node);
+      if (parent) parent.children.push(node.id); else roots.push(node.id);
+      labelCounts.set(node.label, (labelCounts.get(node.label) || 0) + 1);
     };
-    for (const root of roots) walk(root, null);
-    // Turns this server's API runs now, plus those the events said started (in-process turns included);
-    // turn_finished events take them out again.
-    for (const id of running.session_ids) this.running.add(id);
-    this.nodes = nodes;
-    this.labelCounts = countLabels(nodes);
-    this.roots = roots.map((r) => r.id);
-    this.loaded = true;
-    this.emit('load');
+    const show = (complete) => {
+      this.nodes = nodes;
+      this.labelCounts = labelCounts;
+      this.roots = roots;
+      this.loaded = true;
+      this.complete = complete;
+      this.emit('load');
+    };
+    const fetchPage = (cursor, limit) =>
+      api(`/forest/nodes?limit=${limit}` + (cursor ? '&cursor=' + encodeURIComponent(cursor) : ''));
+    let pending = fetchPage(null, FIRST_PAGE);
+    let first = true;
+    while (pending) {
+      const page = await pending;
+      if (ticket !== this.loadTicket) return this; // a newer load took over
+      // The next page is on its way while this one is added and drawn.
+      pending = page.next_cursor ? fetchPage(page.next_cursor, NEXT_PAGE) : null;
+      for (const item of page.items) add(item);
+      if (first) {
+        // Turns this server's API runs now, plus those the events said started (in-process turns included);
+        // turn_finished events take them out again.
+        for (const id of (await running).session_ids) this.running.add(id);
+        first = false;
+      }
+      if (progressive && pending) show(false);
+    }
+    show(true);
     this.loadDigests();
     return this;
+  },
+
+  // The first load's first page, then the rest in the background (what the page waits for before it renders).
+  start() {
+    return new Promise((resolve, reject) => {
+      const off = this.on((reason) => { if (reason === 'load') { off(); resolve(this); } });
+      this.loading = this.load().catch((error) => { off(); reject(error); return null; })
+        .finally(() => { this.loading = null; });
+    });
   },
 
   async loadDigests() {

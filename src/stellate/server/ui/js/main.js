@@ -117,7 +117,7 @@ async function boot() {
     window.dispatchEvent(new CustomEvent('stellate-visibility', { detail: !document.hidden }));
   });
   live.start();
-  await forest.load().catch(() => null);
+  await forest.start().catch(() => null); // the forest's first page: the rest streams in behind
   render();
   window.stellate.ready = true;
   document.body.dataset.ready = 'true';

@@ -1,0 +1,87 @@
+"""Keyset pages of a space's sessions, shared by the SQL backends: ``position`` (the creation order) is the key.
+
+A page is one range scan of the ``(space, position)`` index after the position of the session it continues
+after, so its cost follows the page, not the forest. An empty page asked after a session checks that the
+session exists (a cursor naming an erased session is refused, not read as the end).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from typing import Any, Literal
+
+from stellate.store._sql import DIGEST_COLUMNS, SELECTED_COLUMNS
+from stellate.store.digests import TopologyNode
+from stellate.store.types import SessionId
+
+__all__ = ["EXISTS_SQL", "node_from_row", "page_sql"]
+
+Listed = Literal["digests", "records", "nodes"]
+
+#: What a topology node is read from, by dialect (``?``: SQLite, ``%s``: PostgreSQL). Only its inherited turns
+#: live in the cursor's JSON alone (the database extracts them); the cursor itself is read for an open turn only
+#: (its calls awaiting approval), so the few running or paused sessions are the only JSON parsed here.
+_NODE_COLUMNS = {
+    "?": "id, label, status, parent_id, source_id, turn_count, last_activity, created_at,"
+    " COALESCE(json_extract(cursor, '$.inherited_turns'), 0), CASE WHEN turn_open THEN cursor END",
+    "%s": "id, label, status, parent_id, source_id, turn_count, last_activity, created_at,"
+    " COALESCE((cursor::json->>'inherited_turns')::bigint, 0), CASE WHEN turn_open THEN cursor END",
+}
+
+#: Whether the session a page continues after is one of the space's (parameters: id, space).
+EXISTS_SQL = "SELECT 1 FROM sessions WHERE id = {p} AND space = {p}"
+
+
+def page_sql(
+    *,
+    placeholder: str,
+    space: str,
+    after: SessionId | None,
+    limit: int,
+    parent_id: SessionId | None = None,
+    status: str | None = None,
+    listed: Listed = "digests",
+) -> tuple[str, tuple[Any, ...]]:
+    """The query of one page of ``listed`` (digests, records or nodes) in creation order, and its parameters."""
+    p = placeholder
+    if listed == "nodes":
+        columns = _NODE_COLUMNS[p]
+    else:
+        columns = ", ".join(SELECTED_COLUMNS if listed == "records" else DIGEST_COLUMNS)
+    sql = f"SELECT {columns} FROM sessions WHERE space = {p}"
+    params: list[Any] = [space]
+    if after is not None:
+        sql += f" AND position > (SELECT position FROM sessions WHERE id = {p} AND space = {p})"
+        params += [after, space]
+    if parent_id is not None:
+        sql += f" AND parent_id = {p}"
+        params.append(parent_id)
+    if status is not None:
+        sql += f" AND status = {p}"
+        params.append(status)
+    return f"{sql} ORDER BY position LIMIT {int(limit)}", tuple(params)
+
+
+_new = object.__new__
+
+
+def node_from_row(row: Sequence[Any]) -> TopologyNode:
+    """A childless `TopologyNode` from a row of the nodes query (built without the dataclass's ``__init__``)."""
+    node = _new(TopologyNode)
+    (
+        node.id,
+        node.label,
+        node.status,
+        node.parent_id,
+        node.source_id,
+        node.turn_count,
+        node.last_activity,
+        node.created_at,
+        node.inherited_turns,
+        cursor,
+    ) = row
+    node.awaiting_approval = 0 if cursor is None else len(json.loads(cursor).get("awaiting", ()))
+    node.depth = 0
+    node.children = []
+    return node
