@@ -19,7 +19,7 @@ from stellate.engine.events import TextChunk
 from stellate.store.history import HISTORY_CHANNEL, parse_history_payload
 from stellate.store.signals import RESYNC, Subscription
 
-__all__ = ["MAX_PENDING", "HistoryFanout", "Listener", "listen"]
+__all__ = ["MAX_PENDING", "HistoryFanout", "Listener", "listen", "listening"]
 
 MAX_PENDING = 1000
 """Text chunks a listener keeps while its stream does not take them (the oldest go first)."""
@@ -159,3 +159,9 @@ async def listen(agent: Agent, *, texts: bool) -> tuple[HistoryFanout, Listener]
     listener = Listener(texts)
     await fanout.add(listener)
     return fanout, listener
+
+
+def listening(agent: Agent) -> int:
+    """How many streams listen to ``agent``'s fan-out on the running loop (0: it is stopped)."""
+    fanout = _BY_AGENT.get(agent)
+    return len(fanout.listeners) if fanout is not None and fanout.usable else 0
