@@ -342,6 +342,28 @@ def _b10(sizes: Sizes) -> list[Case]:
     return [*cases, Case("B10-soak", rounds * turns, "streaming.soak", params, rows, once=True)]
 
 
+# -- B11: big sessions (issue 22, goal 6) --
+B11_ROWS = {
+    "export": "stellate export_session (JSONL file)",
+    "export_floor": "floor: bare SELECT written as JSON lines (stdlib)",
+    "import": "stellate import_session (into a fresh store)",
+    "import_floor": "floor: the lines decoded + bare executemany INSERT (1 txn)",
+    "ctx_early": "cold context_at, first model call",
+    "ctx_middle": "cold context_at, middle model call",
+    "ctx_last": "cold context_at, last model call",
+    "record": "cold record read (get_session)",
+    "load": "cold Session.load (whole session)",
+}
+B11_N = {"full": (1000, 10000, 100000), "quick": (1000, 10000), "smoke": (60,)}
+B11_RUNS = {"full": 5, "quick": 3, "smoke": 1}
+
+
+def _b11(sizes: Sizes) -> list[Case]:
+    kind = "smoke" if sizes is SMOKE else "quick" if sizes is QUICK else "full"
+    params = {"runs": B11_RUNS[kind]}
+    return [Case("B11", n, "session_io.b11", {**params, "n": n}, B11_ROWS, once=True) for n in B11_N[kind]]
+
+
 def _diagnostic(case: Case) -> bool:
     return case.case == "raw.b1_shape" or bool(case.params.get("real"))
 
@@ -359,6 +381,7 @@ def cases(sizes: Sizes, benches: set[str]) -> list[Case]:
         ({"B5", "B5-FORK"}, lambda: _b2("B5-fork", "pg", sizes)),
         ({"B6"}, lambda: _b6(sizes)),
         ({"B10"}, lambda: _b10(sizes)),
+        ({"B11"}, lambda: _b11(sizes)),
     ]
     out: list[Case] = []
     for names, make in makers:

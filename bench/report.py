@@ -26,6 +26,7 @@ TITLES = {
     "B9": "B9 — a fresh process: its imports, its first turn, the CLI's start (ms; H = prior turns)",
     "B10": "B10 — streamed turns one worker holds (SQLite; a model streaming 100 chunks at 20/s; N = turns at once)",
     "B10-soak": "B10 — a bounded soak of one worker (T = turns in all; stream opens and closes beside them)",
+    "B11": "B11 — a big session: export, import, cold context_at (SQLite file; N = events; ms, and µs per event)",
 }
 AXIS = {
     "B1": "H",
@@ -40,6 +41,7 @@ AXIS = {
     "B9": "H",
     "B10": "N",
     "B10-soak": "T",
+    "B11": "N",
 }
 
 
@@ -234,7 +236,7 @@ def render(t: Tables) -> list[str]:
         if t.xs(bench):
             lines += ["", *t.timing(bench), *t.ratios(bench, FORK_RATIOS), *t.sizes(bench, "bytes", "growth")]
             lines += FORK_NOTE
-    for bench, unit in (("B3", "event"), ("B4", "session")):
+    for bench, unit in (("B3", "event"), ("B4", "session"), ("B11", "event")):
         if t.xs(bench):
             lines += ["", *_per_item(t, bench, unit)]
     return lines + _timings_with_notes(t)

@@ -58,7 +58,7 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     size = parser.add_mutually_exclusive_group()
     size.add_argument("--quick", action="store_true", help="small sizes, one repetition, two jobs (< 1 min)")
     size.add_argument("--smoke", action="store_true", help="tiny sizes (seconds): checks that every case runs")
-    parser.add_argument("--only", default="", help="B1-B6, B8-B10 (B5-turn, B5-fork); B7 is python -m bench.workers")
+    parser.add_argument("--only", default="", help="B1-B6, B8-B11 (B5-turn, B5-fork); B7 is python -m bench.workers")
     parser.add_argument("--pg", action="store_true", help="also run B5 (PostgreSQL at STELLATE_BENCH_PG)")
     parser.add_argument("--no-peers", action="store_true", help="skip LangGraph and the Agents SDK")
     parser.add_argument("--reps", type=int, default=None, help="repetitions (default 3; 1 with --quick/--smoke)")
@@ -71,11 +71,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
 def selected(args: argparse.Namespace) -> set[str]:
     if args.only:
         chosen = {b.strip().upper() for b in args.only.split(",") if b.strip()}
-        unknown = chosen - {"B1", "B2", "B3", "B4", "B5", "B5-TURN", "B5-FORK", "B6", "B8", "B9", "B10"}
+        unknown = chosen - {"B1", "B2", "B3", "B4", "B5", "B5-TURN", "B5-FORK", "B6", "B8", "B9", "B10", "B11"}
         if unknown:
-            raise SystemExit(f"unknown benchmark(s) {sorted(unknown)}; choose from B1-B6, B8-B10, B5-turn, B5-fork")
+            raise SystemExit(f"unknown benchmark(s) {sorted(unknown)}; choose from B1-B6, B8-B11, B5-turn, B5-fork")
         return chosen
-    return {"B1", "B2", "B3", "B4", "B6", "B8", "B9", "B10"} | ({"B5"} if args.pg else set())
+    return {"B1", "B2", "B3", "B4", "B6", "B8", "B9", "B10", "B11"} | ({"B5"} if args.pg else set())
 
 
 def missing(case: plan.Case, no_peers: bool) -> str | None:

@@ -236,6 +236,46 @@ def _server_rows(t: Tables) -> list[Verdict]:
     return out
 
 
+# -- B11: big sessions (issue 22, goal 6) --
+B11_FLOOR_FACTOR = 2.0
+B11_FLAT = 1.5
+"""µs per event at the largest N may be at most this multiple of it at the next size (1k carries fixed costs)."""
+B11_RECORD_FACTOR = 3.0
+B11_MIDDLE_OF_LOAD = 0.75
+B11_LAST_OF_LOAD = 1.5
+
+
+def _big_session_rows(t: Tables) -> list[Verdict]:
+    """Export and import linear and within 2× of their floors; a cold context_at reads only what it needs."""
+    xs, rows, out = t.xs("B11"), P.B11_ROWS, []
+    if not xs:
+        return []
+    for key in ("export", "import"):
+        ratios = [(r, x) for x in xs if (r := t.ratio("B11", rows[key], rows[f"{key}_floor"], x)) is not None]
+        name = f"i22-6. {key} within {B11_FLOOR_FACTOR:.0f}× of its floor (worst N)"
+        worst = max(ratios, default=None)
+        measured = f"{worst[0]:.2f}× at N={worst[1]:,}" if worst else "not run"
+        out.append(Verdict(name, measured, worst[0] <= B11_FLOOR_FACTOR if worst else None))
+        if len(xs) > 1:
+            lo_x, hi_x = xs[1] if len(xs) > 2 else xs[0], xs[-1]
+            lo, hi = t.get("B11", rows[key], lo_x), t.get("B11", rows[key], hi_x)
+            name = f"i22-6. {key} linear: µs per event at N={hi_x:,} ≤ {B11_FLAT}× N={lo_x:,}"
+            if lo and hi:
+                per_lo, per_hi = lo.ms * 1000 / lo_x, hi.ms * 1000 / hi_x
+                r = per_hi / per_lo
+                out.append(Verdict(name, f"{fmt(per_hi)} / {fmt(per_lo)} µs = {r:.2f}×", r <= B11_FLAT))
+    for x in xs:
+        top, bottom = _cells(t, "B11", rows["ctx_early"], rows["record"], x)
+        name = f"i22-6. cold context_at(first call) within {B11_RECORD_FACTOR:.0f}× of a cold record read, N={x:,}"
+        out.append(_at_most(name, top, bottom, B11_RECORD_FACTOR))
+    x = xs[-1]
+    for key, limit in (("ctx_middle", B11_MIDDLE_OF_LOAD), ("ctx_last", B11_LAST_OF_LOAD)):
+        top, bottom = _cells(t, "B11", rows[key], rows["load"], x)
+        name = f"i22-6. {rows[key]} ≤ {limit}× a cold Session.load, N={x:,}"
+        out.append(_at_most(name, top, bottom, limit))
+    return out
+
+
 def verdicts(t: Tables) -> list[Verdict]:
     """Issue 10's goals (numbered as in the issue), then the flatness and peer targets kept from issue 6."""
     out = _goal_rows(t)
@@ -252,7 +292,7 @@ def verdicts(t: Tables) -> list[Verdict]:
         out += _fork(t, bench, P.FORK_AGENT)
         out += _fork(t, bench, P.FORK_STORE)
     out += _fork(t, "B2", P.FORK_COLD)
-    return out + _server_rows(t)
+    return out + _server_rows(t) + _big_session_rows(t)
 
 
 def render(t: Tables) -> list[str]:

@@ -29,6 +29,7 @@ MODULES = {
     "server": "bench.server_cases",
     "fresh": "bench.fresh_cases",
     "streaming": "bench.streaming_cases",
+    "session_io": "bench.session_io_cases",
 }
 
 

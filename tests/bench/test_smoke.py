@@ -27,7 +27,7 @@ from bench.worker import run_case
 
 ROOT = Path(__file__).resolve().parents[2]
 IN_CI = os.environ.get("CI", "").lower() == "true"
-CASES = plan.cases(plan.SMOKE, {"B1", "B2", "B3", "B4", "B5", "B6", "B8", "B9", "B10"})
+CASES = plan.cases(plan.SMOKE, {"B1", "B2", "B3", "B4", "B5", "B6", "B8", "B9", "B10", "B11"})
 
 
 def _id(case: plan.Case) -> str:
@@ -168,3 +168,33 @@ def test_b10_judges_capacity_idle_streams_and_the_soak() -> None:
 
     assert judged(200.0, 8.0, 105.0) == [True, True, True]
     assert judged(400.0, 41.0, 150.0) == [False, False, False]
+
+
+def test_b11_judges_floors_linearity_and_the_cold_context() -> None:
+    rows = plan.B11_ROWS
+
+    def samples(
+        export_ms: float, ctx_early: float, ctx_middle: float
+    ) -> dict[tuple[str, str, int], list[dict[str, Any]]]:
+        cells: dict[tuple[str, str, int], float] = {}
+        for n in (1000, 10000, 100000):
+            per_event = n / 1000
+            cells |= {
+                ("B11", rows["export"], n): per_event * (export_ms if n == 100000 else 3.0),
+                ("B11", rows["export_floor"], n): per_event * 3.0,
+                ("B11", rows["import"], n): per_event * (export_ms * 10 if n == 100000 else 30.0),
+                ("B11", rows["import_floor"], n): per_event * 20.0,
+                ("B11", rows["ctx_early"], n): ctx_early,
+                ("B11", rows["record"], n): 0.2,
+                ("B11", rows["ctx_middle"], n): ctx_middle,
+                ("B11", rows["ctx_last"], n): 80.0,
+                ("B11", rows["load"], n): 75.0,
+            }
+        return {key: [{"ms": [value]}] for key, value in cells.items()}
+
+    def judged(export_ms: float, ctx_early: float, ctx_middle: float) -> list[bool | None]:
+        found = verdicts(Tables(aggregate(samples(export_ms, ctx_early, ctx_middle))))
+        return [v.ok for v in found if v.name.startswith("i22-6.")]
+
+    assert judged(3.0, 0.5, 40.0) == [True] * 9
+    assert judged(9.0, 5.0, 74.0) == [False] * 7 + [False, True]

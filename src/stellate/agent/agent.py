@@ -432,10 +432,13 @@ class Agent(AgentReads, AgentBranches, AgentErasure, AgentApprovals, AgentSearch
             queue.put_nowait(None)
 
     async def _tools_for(self, session: Session) -> ToolRegistry:
+        return await self._tools_of(self._sessions.config_of(session))
+
+    async def _tools_of(self, config: SessionConfig) -> ToolRegistry:
         if self.mcp:
             reserved = [*self.registries.tools.names(), *self.registries.builtins]
             self.registries.remote = list(await self.mcp.tools(reserved))
-        return self.registries.session_tools(self._sessions.config_of(session), self._fork_from_tool)
+        return self.registries.session_tools(config, self._fork_from_tool)
 
     async def _fork_from_tool(self, source_id: str, options: ForkOptions) -> str:
         async with self._locks.hold(source_id):

@@ -9,7 +9,7 @@ from stellate.errors import UsageError
 from stellate.llm.types import ToolSpec
 from stellate.log.messages import Message
 from stellate.session.context import build_context
-from stellate.session.history import History
+from stellate.session.history import load_history_at
 from stellate.store import SessionId
 
 __all__ = ["CallContext", "context_at"]
@@ -36,28 +36,29 @@ class CallContext:
 async def context_at(agent: Agent, session_id: str, step: int | None = None) -> CallContext:
     """The context of the model call that produced the assistant message at seq ``step`` (default: the last call).
 
+    It reads only what that call needs (issue 22, goal 6): the session's record, the stored fold segments up to
+    ``step`` and the events after the last of them, never the log past ``step`` nor the session opened whole.
+
     Raises:
         NotFoundError: unknown session.
         UsageError: ``step`` is not an assistant message made by a model call, or no call was made yet.
     """
-    session = await agent._session(session_id)
-    store = session.store
+    store = await agent.store()
+    record = await store.get_session(SessionId(session_id))
     if step is None:
         step = await _last_call(agent, session_id)
-    found = await store.read_events(session.id, start=step, stop=step + 1) if step >= 0 else []
-    if not found or found[0].type != "assistant/message":
+    past, reply = await load_history_at(store, record, step) if 0 <= step < record.next_seq else (None, None)
+    if past is None or reply is None or reply.type != "assistant/message":
         raise UsageError(f"seq {step} of session {session_id} is not an assistant message")
-    past = History(inherited=session.record.inherited)
-    past.absorb(await store.read_events(session.id, stop=step))
     if not past.cursor.step_open:
         raise UsageError(f"seq {step} was not produced by a model call (it stands outside a step)")
     return CallContext(
-        session_id=session.id,
+        session_id=record.id,
         step=step,
         system_prompt=past.slots.system_prompt,
         insight=past.slots.insight,
-        messages=build_context(past, session.runtime.language),
-        tools=(await agent._tools_for(session)).specs(),
+        messages=build_context(past, agent.language),
+        tools=(await agent._tools_of(agent._sessions.config_of_record(record))).specs(),
     )
 
 

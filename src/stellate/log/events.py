@@ -31,6 +31,7 @@ __all__ = [
     "now_ms",
     "storable_text",
     "stored_event",
+    "validate_decoded",
     "validate_event",
 ]
 
@@ -293,12 +294,34 @@ def validate_event(event: NewEvent | Event) -> str:
     return text
 
 
+_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+"""Encodes what ``json.dumps(data, ensure_ascii=False, separators=(",", ":"))`` does, without a new encoder per call."""
+
+
+def validate_decoded(event: NewEvent | Event) -> str:
+    """`validate_event` for data just decoded by `json.loads` (an import's lines): the same checks, errors and text.
+
+    Decoded JSON holds only JSON types under string keys, so the walk over the value that `validate_event` makes
+    is needed only where the encoded text shows what JSON decodes but a store cannot keep the same (NaN or an
+    infinity, -0.0, a NUL, a lone surrogate); such a text, or data that fails its schema, takes `validate_event`.
+    """
+    data = event.data
+    schema = EVENT_TYPES.get(event.type)
+    if type(data) is not dict or schema is None:
+        return validate_event(event)
+    text = _COMPACT.encode(data)
+    suspect = "NaN" in text or "Infinity" in text or "-0.0" in text or "\\u0000" in text
+    if suspect or (not text.isascii() and _SURROGATES.search(text) is not None) or _problem(schema, data):
+        return validate_event(event)
+    return text
+
+
 def _lossless_json(data: object, event_type: str) -> str:
     if not isinstance(data, dict):
         raise FormatError(f"data of {event_type!r} must be a JSON object", type=event_type)
     problem = _unstorable(data, texts=False)
     if problem is None:
-        text = json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+        text = _COMPACT.encode(data)
         # One look at the encoded text instead of one per string: JSON escapes a NUL as \u0000 and leaves a
         # lone surrogate as it is. Only a hit (a text may just spell out "\u0000") walks the strings too.
         suspect = "\\u0000" in text or _SURROGATES.search(text) is not None

@@ -81,7 +81,8 @@ async def tail_session(agent: Agent, session_id: str, after: int) -> AsyncIterat
                 after = event.seq
             if len(events) < _BATCH:
                 with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(_grown(signals, record.id), POLL_SECONDS)
+                    async with asyncio.timeout(POLL_SECONDS):  # not `wait_for`: no task while the tail idles
+                        await _grown(signals, record.id)
 
 
 async def _grown(signals: Subscription, session_id: str) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
@@ -29,24 +30,53 @@ from stellate.log.images import ImageRef
 __all__ = ["LiveTurn", "TurnManager", "event_data"]
 
 
+_FLAT = (str, int, float, bool, type(None))
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 def event_data(event: Any) -> dict[str, Any]:
-    """An agent event (a dataclass) as JSON data."""
+    """An agent event (a dataclass) as JSON data, as `dataclasses.asdict` makes it.
+
+    Without its deep copy when every field is a plain value: a text chunk is made once per chunk, on the hot
+    path of every stream.
+    """
+    cls = type(event)
+    names = _FIELDS.get(cls)
+    if names is None:
+        names = _FIELDS[cls] = tuple(f.name for f in dataclasses.fields(event))
+    values = [getattr(event, name) for name in names]
+    if all(type(value) in _FLAT for value in values):
+        return dict(zip(names, values, strict=True))
     data: dict[str, Any] = dataclasses.asdict(event)
     return data
 
 
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
+
+
 class LiveTurn:
-    """One running (or just finished) turn and everything it has streamed so far."""
+    """One running (or just finished) turn and everything it has streamed so far.
+
+    Watchers wait on futures the turn resolves when it records an event or ends (no lock: one event loop), and
+    each event is made JSON once, by its first watcher, for every watcher (`json_of`).
+    """
 
     def __init__(self, session_id: str) -> None:
         self.session_id = session_id
         self.events: list[tuple[TurnEvent, float | None]] = []
         """Each event with its duration in ms (tool results only); made JSON only for those who watch."""
+        self.arrived: list[float] = []
+        """When each event was recorded (event-loop time)."""
         self.result: TurnResult | None = None
         self.error: BaseException | None = None
         self.task: asyncio.Task[None] | None = None
         self._ended = False
-        self._changed = asyncio.Condition()
+        self._waiters: list[asyncio.Future[None]] = []
+        self._end_waiters: list[asyncio.Future[None]] = []
+        self._hooked = False
+        self._json: list[str | None] = []
         self._started_at: dict[str, float] = {}
 
     @property
@@ -64,18 +94,17 @@ class LiveTurn:
         """Drive any stream of a turn's events (a new turn, or one resumed by an approval) to its end."""
         try:
             async for event in events:
-                await self._record(event)
+                self._record(event)
         except asyncio.CancelledError:
             self.error = asyncio.CancelledError()
             raise
         except Exception as exc:  # handed to the watchers, which report it as a problem (the agent publishes it)
             self.error = exc
         finally:
-            async with self._changed:
-                self._ended = True
-                self._changed.notify_all()
+            self._ended = True
+            self._wake()
 
-    async def _record(self, event: TurnEvent) -> None:
+    def _record(self, event: TurnEvent) -> None:
         duration = None
         if isinstance(event, ToolCallStarted):
             self._started_at[event.call.id] = time.monotonic()
@@ -84,23 +113,79 @@ class LiveTurn:
             duration = round((time.monotonic() - started) * 1000, 3) if started is not None else None
         elif isinstance(event, TurnFinished):
             self.result = event.result
-        async with self._changed:
-            self.events.append((event, duration))
-            self._changed.notify_all()
+        self.events.append((event, duration))
+        self.arrived.append(asyncio.get_running_loop().time())
+        self._json.append(None)
+        self._wake()
+
+    def _wake(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        if self.done:
+            waiters += self._end_waiters
+            self._end_waiters = []
+        for waiter in waiters:
+            if not waiter.done():
+                waiter.set_result(None)
+
+    async def changed(self, seen: int) -> None:
+        """Return once the turn has more than ``seen`` events or has ended (or, rarely, at a spurious wake)."""
+        if len(self.events) <= seen and not self.done:
+            await self._wait(self._waiters)
+
+    async def finished(self) -> None:
+        """Return once the turn has ended (not at each event)."""
+        while not self.done:
+            await self._wait(self._end_waiters)
+
+    async def pause(self, seconds: float) -> None:
+        """Return after ``seconds``, or when the turn ends if sooner (cheaper than a timeout: no cancellation)."""
+        if self.done:
+            return
+        waiter = asyncio.get_running_loop().create_future()
+        timer = asyncio.get_running_loop().call_later(seconds, _resolve, waiter)
+        self._end_waiters.append(waiter)
+        try:
+            await waiter
+        finally:
+            timer.cancel()
+            with contextlib.suppress(ValueError):  # woken by its timer: not by the end, which would clear the list
+                self._end_waiters.remove(waiter)
+
+    async def _wait(self, waiters: list[asyncio.Future[None]]) -> None:
+        if not self._hooked and self.task is not None:  # a task cancelled before it ran never reaches `drive`
+            self._hooked = True
+            self.task.add_done_callback(self._task_done)
+        waiter = asyncio.get_running_loop().create_future()
+        waiters.append(waiter)
+        await waiter
+
+    def _task_done(self, _: object) -> None:
+        self._wake()
+
+    def data(self, index: int) -> dict[str, Any]:
+        """Event ``index`` as JSON data (with ``duration_ms`` for a tool result)."""
+        event, duration = self.events[index]
+        data = event_data(event)
+        if isinstance(event, ToolCallFinished):
+            data["duration_ms"] = duration
+        return data
+
+    def json_of(self, index: int) -> str:
+        """Event ``index`` as compact JSON text, made once for every watcher."""
+        text = self._json[index]
+        if text is None:
+            text = self._json[index] = json.dumps(self.data(index), separators=(",", ":"), ensure_ascii=False)
+        return text
 
     async def watch(self) -> AsyncIterator[dict[str, Any]]:
         """Every event of the turn (as JSON data) from its start, then new ones as they come, until it ends."""
         index = 0
         while True:
-            async with self._changed:
-                while index >= len(self.events) and not self.done:
-                    await self._changed.wait()
-                fresh, index = self.events[index:], len(self.events)
-            for event, duration in fresh:
-                data = event_data(event)
-                if isinstance(event, ToolCallFinished):
-                    data["duration_ms"] = duration
-                yield data
+            await self.changed(index)
+            end = len(self.events)
+            for fresh in range(index, end):
+                yield self.data(fresh)
+            index = end
             if self.done and index >= len(self.events):
                 return
 

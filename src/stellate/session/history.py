@@ -24,7 +24,7 @@ from stellate.store.base import BaseStore
 from stellate.store.segments import StoredSegment
 from stellate.store.types import SessionId, SessionRecord
 
-__all__ = ["History", "load_history", "store_new_segments"]
+__all__ = ["History", "load_history", "load_history_at", "store_new_segments"]
 
 #: Event types `History._watch` looks at (every other event only moves the cursor and the fold).
 _WATCHED = frozenset(
@@ -266,15 +266,33 @@ async def load_history(
     Segments that are missing or damaged cost time, never correctness: their events are folded instead.
     """
     end = stop if stop is not None else record.next_seq
+    history = await _segments_up_to(store, record, end, weigh, weigh_key)
+    history.absorb(await store.read_events(record.id, start=history.segment_end, stop=end))
+    return history
+
+
+async def load_history_at(store: BaseStore, record: SessionRecord, seq: int) -> tuple[History, Event | None]:
+    """The history of the log's first ``seq`` events, and the event at ``seq`` (None if there is none).
+
+    Like ``load_history(store, record, stop=seq)``, reading that event with the others in one query.
+    """
+    history = await _segments_up_to(store, record, seq, None, "")
+    events = await store.read_events(record.id, start=history.segment_end, stop=seq + 1)
+    at = events.pop() if events and events[-1].seq == seq else None
+    history.absorb(events)
+    return history, at
+
+
+async def _segments_up_to(
+    store: BaseStore, record: SessionRecord, end: int, weigh: Callable[[Message], int] | None, weigh_key: str
+) -> History:
+    """The history at the end of the longest usable chain of stored segments within the first ``end`` events."""
     # A chain from seq 0 needs at least one segment, and none is shorter than SEGMENT_EVENTS: no query below.
     stored = await store.read_fold_segments(record.id, stop=end) if end >= SEGMENT_EVENTS else []
     chain = _usable_chain(stored, record.id, end)
     if chain:
-        history = History.from_segments(chain, inherited=record.inherited, weigh=weigh, weigh_key=weigh_key)
-    else:
-        history = History(inherited=record.inherited, weigh=weigh, weigh_key=weigh_key)
-    history.absorb(await store.read_events(record.id, start=history.segment_end, stop=end))
-    return history
+        return History.from_segments(chain, inherited=record.inherited, weigh=weigh, weigh_key=weigh_key)
+    return History(inherited=record.inherited, weigh=weigh, weigh_key=weigh_key)
 
 
 def _usable_chain(stored: Sequence[StoredSegment], session_id: str, stop: int) -> list[tuple[FoldSegment, bool]]:

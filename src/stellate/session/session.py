@@ -20,7 +20,7 @@ from stellate.log.messages import Message, SystemMessage
 from stellate.session.context import build_context, summary_text
 from stellate.session.estimates import PromptEstimator
 from stellate.session.forks import copied_context, inherit_request, opening_events, refuse_existing
-from stellate.session.history import History, load_history, store_new_segments
+from stellate.session.history import History, load_history, load_history_at, store_new_segments
 from stellate.session.images import SessionImages
 from stellate.session.lease import LeaseHolder
 from stellate.session.output import OutputContract, as_contract, send_structured
@@ -327,10 +327,9 @@ class Session:
         Raises:
             UsageError: ``reply_seq`` is not an assistant message made inside a step.
         """
-        found = await self.store.read_events(self.id, start=reply_seq, stop=reply_seq + 1)
-        if not found or found[0].type != "assistant/message":
+        past, reply = await load_history_at(self.store, self.record, reply_seq) if reply_seq >= 0 else (None, None)
+        if past is None or reply is None or reply.type != "assistant/message":
             raise UsageError(f"seq {reply_seq} of session {self.id} is not an assistant message")
-        past = await load_history(self.store, self.record, stop=reply_seq)
         if not past.cursor.step_open:
             raise UsageError(f"seq {reply_seq} was not produced by a model call (it stands outside a step)")
         return build_context(past, self.runtime.language)

@@ -8,11 +8,12 @@ from typing import Any
 
 from stellate.errors import ConflictError, SessionBusyError, StellateError, UsageError
 from stellate.log.events import FREE_STANDING_TYPES, Event, NewEvent, validate_event
-from stellate.log.invariants import advance
+from stellate.log.invariants import Cursor, advance
 from stellate.log.state import fold_slots
 from stellate.store.types import Lease, SessionRecord
 
 __all__ = [
+    "CheckedEvents",
     "Fence",
     "KnownHeads",
     "PlannedAppend",
@@ -69,6 +70,35 @@ def check_fence(record: SessionRecord, events: Sequence[NewEvent], fence: Fence)
         return
     if lease is not None and lease.is_live(fence.now) and any(e.type not in FREE_STANDING_TYPES for e in events):
         raise busy_error(record.id, lease, fence.now)
+
+
+class CheckedEvents(list[NewEvent]):
+    """A batch checked already: each event validated and the whole run through the invariants from ``start``.
+
+    An import checks every line before it writes anything. `plan_append` then takes ``texts`` (what validation
+    returned), ``events`` (the batch with its seqs) and ``end`` (the cursor after it) instead of checking the
+    batch a second time, provided the log's head is still ``start``; elsewhere it checks the batch as usual.
+    """
+
+    def __init__(self, events: list[Event], texts: list[str], start: Cursor, end: Cursor) -> None:
+        super().__init__(_new_event(e) for e in events)
+        self.events, self.texts, self.start, self.end = events, texts, start, end
+
+
+_make = object.__new__
+_set_type, _set_data, _set_time, _set_ignorable = (
+    vars(NewEvent)[name].__set__ for name in ("type", "data", "time", "ignorable")
+)
+
+
+def _new_event(event: Event) -> NewEvent:
+    """``event`` as a `NewEvent`, without the frozen dataclass's ``__init__`` (as `stored_event` rebuilds events)."""
+    new = _make(NewEvent)
+    _set_type(new, event.type)
+    _set_data(new, event.data)
+    _set_time(new, event.time)
+    _set_ignorable(new, event.ignorable)
+    return new
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,7 +172,9 @@ def plan_append(
     cursor = record.cursor
     events: list[Event] = []
     texts: list[str] = []
-    for new in new_events:
+    if isinstance(new_events, CheckedEvents) and new_events.start == cursor:
+        events, texts, cursor = list(new_events.events), list(new_events.texts), new_events.end
+    for new in new_events if not events else ():
         texts.append(validate_event(new))
         event = Event(seq=cursor.next_seq, type=new.type, time=new.time, data=new.data, ignorable=new.ignorable)
         cursor = advance(cursor, event)

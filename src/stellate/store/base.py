@@ -151,6 +151,8 @@ class BaseStore(LeaseStore, ErasureStore):
         record = await self._get_record(session_id)
         if record is None:
             raise NotFoundError(f"no session {session_id!r}", session_id=session_id)
+        if record.id not in self._lineage:  # a cold read of the log next needs no second read of the record
+            self._remember_lineage(record.id, _Lineage(record.source_id, record.inherited))
         return record
 
     async def create_session(

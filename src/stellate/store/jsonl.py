@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import IO, Any
 
 from stellate.errors import FormatError, InvariantError, NotFoundError, StoreError
-from stellate.log.events import Event, NewEvent, validate_event
+from stellate.log.events import Event, stored_event, validate_decoded
 from stellate.log.invariants import Cursor, advance
+from stellate.store._batch import CheckedEvents
 from stellate.store.base import BaseStore
 from stellate.store.blobs import IMAGE_EVENT_TYPES, BlobStore, blob_hash, referenced_hashes
+from stellate.store.event_lines import event_lines, image_data
 from stellate.store.types import SessionId, SessionRecord
 
 __all__ = ["FORMAT_VERSION", "ProgressFn", "export_session", "import_session"]
@@ -27,6 +29,7 @@ __all__ = ["FORMAT_VERSION", "ProgressFn", "export_session", "import_session"]
 FORMAT_VERSION = 1
 _CHUNK = 2000
 _ENVELOPE_KEYS = frozenset({"seq", "type", "time", "data", "ignorable"})
+_REQUIRED_KEYS = frozenset({"seq", "type", "time", "data"})
 
 ProgressFn = Callable[[int, int], None]
 """Called with (events done, events in all) as an export or import goes."""
@@ -63,13 +66,17 @@ async def export_session(
 
 
 async def _export_to(store: BaseStore, record: SessionRecord, fp: IO[str], progress: ProgressFn | None) -> int:
-    hashes = sorted(referenced_hashes(e.data for e in await store.read_events(record.id, types=IMAGE_EVENT_TYPES)))
+    # Lines are made from the stored JSON text where the backend keeps it (`event_lines`): no decode, no encode.
+    referring = await image_data(store, record.id, record.next_seq, IMAGE_EVENT_TYPES)
+    hashes = sorted(referenced_hashes(referring))
     fp.write(json.dumps(_header(record, len(hashes)), ensure_ascii=False) + "\n")
     done = 0
     while done < record.next_seq:
-        chunk = await store.read_events(record.id, start=done, stop=min(done + _CHUNK, record.next_seq))
-        fp.writelines(json.dumps(e.to_json(), ensure_ascii=False, separators=(",", ":")) + "\n" for e in chunk)
-        done += len(chunk)
+        lines = await event_lines(store, record.id, done, min(done + _CHUNK, record.next_seq))
+        if not lines:
+            break
+        fp.writelines(lines)
+        done += len(lines)
         if progress is not None:
             progress(done, record.next_seq)
     for sha256 in hashes:
@@ -168,22 +175,23 @@ def _guarded(lines: Iterable[str]) -> Iterator[str]:
 
 def _read_file(
     lines: Iterable[str], progress: ProgressFn | None
-) -> tuple[dict[str, Any], list[NewEvent], list[tuple[str, bytes]]]:
+) -> tuple[dict[str, Any], CheckedEvents, list[tuple[str, bytes]]]:
     numbered = enumerate(lines, start=1)
     header = _read_header(next(numbered, (1, "")))
     total = header["events"]
-    cursor, events = Cursor(), list[NewEvent]()
+    cursor, events, texts = Cursor(), list[Event](), list[str]()
     blobs: list[tuple[str, bytes]] = []
     for number, line in numbered:
         if len(events) == total:  # past the events: the blobs they refer to
             blobs.append(_parse_blob(number, line))
             continue
-        event = _parse_event(number, line)
+        event, text = _parse_event(number, line)
         try:
             cursor = advance(cursor, event)
         except InvariantError as exc:
             raise _bad(number, exc.message) from exc
-        events.append(NewEvent(type=event.type, data=event.data, time=event.time, ignorable=event.ignorable))
+        events.append(event)
+        texts.append(text)
         if progress is not None and number % _CHUNK == 0:
             progress(len(events), total)
     if len(events) != total:
@@ -192,7 +200,7 @@ def _read_file(
         raise _bad(total + len(blobs) + 2, f"file is truncated: header promises {header['blobs']} blobs")
     if progress is not None:
         progress(len(events), total)
-    return header, events, blobs
+    return header, CheckedEvents(events, texts, Cursor(), cursor), blobs
 
 
 def _parse_blob(number: int, line: str) -> tuple[str, bytes]:
@@ -220,20 +228,21 @@ def _read_header(numbered_line: tuple[int, str]) -> dict[str, Any]:
     return header
 
 
-def _parse_event(number: int, line: str) -> Event:
+def _parse_event(number: int, line: str) -> tuple[Event, str]:
+    """The event of a line, and the JSON text of its data (it is validated: `validate_decoded`)."""
     raw = _json_line(number, line)
-    if not {"seq", "type", "time", "data"} <= raw.keys() or not raw.keys() <= _ENVELOPE_KEYS:
+    keys = raw.keys()
+    if not _REQUIRED_KEYS <= keys or not keys <= _ENVELOPE_KEYS:
         raise _bad(number, f"not an event envelope: keys {sorted(raw)}")
-    if not isinstance(raw["seq"], int) or not isinstance(raw["time"], int) or not isinstance(raw["type"], str):
+    seq, kind, stamp = raw["seq"], raw["type"], raw["time"]
+    if not isinstance(seq, int) or not isinstance(stamp, int) or not isinstance(kind, str):
         raise _bad(number, "seq and time must be integers and type a string")
-    event = Event(
-        seq=raw["seq"], type=raw["type"], time=raw["time"], data=raw["data"], ignorable=bool(raw.get("ignorable"))
-    )
+    event = stored_event(seq, kind, stamp, raw["data"], bool(raw.get("ignorable")))
     try:
-        validate_event(event)
+        text = validate_decoded(event)
     except FormatError as exc:
         raise _bad(number, exc.message) from exc
-    return event
+    return event, text
 
 
 def _json_line(number: int, line: str) -> dict[str, Any]:

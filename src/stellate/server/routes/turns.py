@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Header, Query
 
 from stellate.engine.events import TurnResult
-from stellate.server.event_stream import EventStream, ServerSentEvent
+from stellate.server.event_stream import EventStream
 from stellate.server.models import RunningTurns, TurnBody, TurnCancelled
-from stellate.server.problems import problem_of, problem_responses
+from stellate.server.problems import problem_responses
 from stellate.server.routes.blobs import turn_images
-from stellate.server.sse import json_text
 from stellate.server.state import CallerDep
+from stellate.server.turn_stream import TurnSource
 from stellate.server.turns import LiveTurn
 
 __all__ = ["router", "stream_response"]
@@ -56,17 +55,7 @@ async def turn(
 
 def stream_response(live: LiveTurn) -> EventStream:
     """The events of ``live`` as SSE (``event:`` is each one's type), then a ``problem`` event if it failed."""
-    return EventStream(_stream(live))
-
-
-async def _stream(live: LiveTurn) -> AsyncIterator[ServerSentEvent]:
-    count = 0
-    async for data in live.watch():
-        count += 1
-        yield ServerSentEvent(data=json_text(data), event=data["type"], id=str(count))
-    error = live.error
-    if error is not None:
-        yield ServerSentEvent(data=json_text(problem_of(error).model_dump()), event="problem", id=str(count + 1))
+    return EventStream(TurnSource(live))
 
 
 @router.post(
