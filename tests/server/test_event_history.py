@@ -17,6 +17,7 @@ from stellate import Agent
 from stellate.errors import StoreError
 from stellate.llm.scripted import ScriptedLLM
 from stellate.server import create_app
+from stellate.server.history_fanout import listening
 from stellate.store import BaseStore, SessionId
 from stellate.store.history import EventHistory, HistoryBounds, NewHistoryEntry
 from stellate.testing.contract_support import turn
@@ -209,3 +210,37 @@ async def test_a_log_tail_and_the_space_events_wait_out_an_unavailable_store(
     assert any(line == ": waiting for the store (store_unavailable)" for line in space)
     assert [d["seq"] for d in data_of(tail)] == list(range(7)), "every event once, in order"
     assert data_of(space) == [{"turn": 1}]
+
+
+async def test_streams_of_a_space_share_one_fanout_and_each_gets_every_event_once(
+    served: tuple[httpx.AsyncClient, Agent],
+) -> None:
+    """Three streams (one filtered) each get both sessions' events in order, once; the last out stops the fan-out."""
+    http, agent = served
+    seen: list[list[Event]] = [[], [], []]
+    params: list[dict[str, str]] = [{}, {}, {"types": "session_created"}]
+    async with contextlib.AsyncExitStack() as streams:
+        readers = []
+        for n in range(3):
+            response = await streams.enter_async_context(http.stream("GET", "/events", params=params[n]))
+            created = lambda got: sum(name == "session_created" for name, _, _ in got) == 2  # noqa: E731
+            readers.append(asyncio.create_task(collect(response, seen[n], created)))
+        for _ in range(100):  # every stream listens
+            if listening(agent) == 3:
+                break
+            await asyncio.sleep(0.05)
+        assert listening(agent) == 3
+        await create(http, "one")
+        await create(http, "two")
+        await asyncio.wait_for(asyncio.gather(*readers), 10)
+    for got in seen:
+        labels = [data["label"] for name, _, data in got if name == "session_created"]
+        assert labels == ["one", "two"]
+        ids = [int(i) for _, i, _ in got if i is not None]
+        assert ids == sorted(set(ids))
+    assert {name for name, _, _ in seen[2]} == {"session_created"}
+    for _ in range(100):
+        if listening(agent) == 0:
+            break
+        await asyncio.sleep(0.05)
+    assert listening(agent) == 0

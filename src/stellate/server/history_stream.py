@@ -14,26 +14,22 @@ the stream sends the rows up to that id before the chunk, so a turn's ``message_
 from __future__ import annotations
 
 import asyncio
-import contextlib
 from collections.abc import AsyncIterator, Collection
 from dataclasses import dataclass
 
 from stellate.agent import Agent
-from stellate.engine.events import TextChunk
 from stellate.errors import StoreError, UsageError
 from stellate.server.event_stream import ServerSentEvent
+from stellate.server.history_fanout import Item, Listener, listen
 from stellate.server.sse import POLL_SECONDS, StoreWait, json_text
 from stellate.server.turns import event_data
-from stellate.store.history import HISTORY_CHANNEL, EventHistory, HistoryPage, parse_history_payload
-from stellate.store.signals import RESYNC, Subscription
+from stellate.store.history import EventHistory, HistoryPage
 
 __all__ = ["RESET_EVENT", "history_of", "tail_history"]
 
 RESET_EVENT = "reset"
 """Sent when the client's ``Last-Event-ID`` is older than the history (or not one of its ids)."""
 _BATCH = 500
-_WAKE = None  # in the stream's queue: the history grew (or signals were lost)
-_Item = tuple[int | None, TextChunk] | None
 
 
 def history_of(store: object) -> EventHistory:
@@ -58,39 +54,26 @@ async def tail_history(
     agent: Agent, after: int | None, types: Collection[str] | None
 ) -> AsyncIterator[ServerSentEvent]:
     """The space's agent events after history id ``after`` (None: from now on), then new ones as they come."""
-    store = await agent.store()
-    history = history_of(store)
+    history = history_of(await agent.store())
     wanted = None if types is None else frozenset(types)
-    texts = wanted is None or "text" in wanted
-    queue: asyncio.Queue[_Item] | None = asyncio.Queue() if texts else None
     wait, position = StoreWait(), _Position(after)
-    with await store.signals.subscribe([HISTORY_CHANNEL]) as signals:  # before the first read: nothing slips by
-        # Without text chunks the stream waits on its subscription itself: no pump task, no queue of its own.
-        pumps: list[asyncio.Task[None]] = []
-        if queue is not None:
-            pumps = [asyncio.create_task(_wakes(signals, store.space, queue))]
-            pumps.append(asyncio.create_task(_texts(agent, queue)))
-        try:
-            woke = True
-            while True:
-                if woke:
-                    async for sent in _catch_up(history, position, wanted, wait):
+    # Listening before the first read: nothing slips by (see `stellate.server.history_fanout`).
+    fanout, listener = await listen(agent, texts=wanted is None or "text" in wanted)
+    try:
+        woke = True
+        while True:
+            if woke:
+                async for sent in _catch_up(history, position, wanted, wait):
+                    yield sent
+            woke, items = await _next(agent, listener)
+            # The rows kept before each chunk go first, those after it wait: order by mark, not by arrival.
+            for mark, chunk in sorted(items, key=lambda i: i[0] or 0):
+                if mark is not None and (position.last or 0) < mark:
+                    async for sent in _catch_up(history, position, wanted, wait, until=mark):
                         yield sent
-                if queue is not None:
-                    items = await _next(agent, queue)
-                else:
-                    items = await _next_wake(agent, signals, store.space)
-                woke = not items or _WAKE in items
-                # The rows kept before each chunk go first, those after it wait: order by mark, not by arrival.
-                for mark, chunk in sorted((i for i in items if i is not None), key=lambda i: i[0] or 0):
-                    if mark is not None and (position.last or 0) < mark:
-                        async for sent in _catch_up(history, position, wanted, wait, until=mark):
-                            yield sent
-                    yield ServerSentEvent(data=json_text(event_data(chunk)), event=chunk.type)
-        finally:
-            for pump in pumps:
-                pump.cancel()
-            await asyncio.gather(*pumps, return_exceptions=True)
+                yield ServerSentEvent(data=json_text(event_data(chunk)), event=chunk.type)
+    finally:
+        fanout.remove(listener)
 
 
 async def _catch_up(
@@ -140,47 +123,16 @@ def _reset(after: int, last_id: int) -> ServerSentEvent:
     return ServerSentEvent(data=json_text(data), event=RESET_EVENT, id=str(last_id))
 
 
-async def _next(agent: Agent, queue: asyncio.Queue[_Item]) -> list[_Item]:
-    """What arrived: text chunks and wakes, at least one (none after `POLL_SECONDS`: reread anyway).
+async def _next(agent: Agent, listener: Listener) -> tuple[bool, list[Item]]:
+    """Whether the history grew and the text chunks that came: at least one (after `POLL_SECONDS`: reread anyway).
 
     On a wake, this worker's agent first finishes handing out what it has written (the history rows of a batch
     are signalled before the batch's text chunks reach the stream), so the chunks arrive with the wake.
     """
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(POLL_SECONDS):  # not `wait_for`: no task of its own while the stream idles
-            items = [await queue.get()]
-        if _WAKE in items:
-            await agent.events_recorded()
-        await asyncio.sleep(0)  # the pumps' turn
-        while not queue.empty():
-            items.append(queue.get_nowait())
-        return items
-    return []
-
-
-async def _next_wake(agent: Agent, signals: Subscription, space: str) -> list[_Item]:
-    """A wake (``[None]``) once the space's history grew or signals were lost; ``[]`` after `POLL_SECONDS`."""
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(POLL_SECONDS):
-            while not _wakes_space(await signals.get(), space):
-                pass
+    await listener.wait(POLL_SECONDS)
+    if not listener.pending:
+        return True, []
+    if listener.woke:
         await agent.events_recorded()
-        return [_WAKE]
-    return []
-
-
-def _wakes_space(signal: tuple[str, str], space: str) -> bool:
-    payload = signal[1]
-    parsed = parse_history_payload(payload)
-    return payload == RESYNC or (parsed is not None and parsed[1] == space)
-
-
-async def _wakes(signals: Subscription, space: str, queue: asyncio.Queue[_Item]) -> None:
-    async for signal in signals:
-        if _wakes_space(signal, space):
-            queue.put_nowait(_WAKE)
-
-
-async def _texts(agent: Agent, queue: asyncio.Queue[_Item]) -> None:
-    async for item in agent.text_chunks():
-        queue.put_nowait(item)
+        await asyncio.sleep(0)  # the fan-out's turn to hand over the chunks
+    return listener.take()

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import collections
 import re
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 from fastapi import FastAPI
@@ -95,8 +93,11 @@ class StreamCaps:
         if full is not None:
             await self._refuse(full, scope, receive, send)
             return
-        with self._held(holders):
+        self._hold(holders)  # no context manager: an open stream would hold its generator (issue 22)
+        try:
             await self.app(scope, receive, send)
+        finally:
+            self._release(holders)
 
     def _is_stream(self, scope: Scope) -> bool:
         if self._paths is None:  # the routes are all there by the first request
@@ -114,17 +115,15 @@ class StreamCaps:
             return None
         return [("client", address), ("space", space)]
 
-    @contextmanager
-    def _held(self, holders: list[tuple[str, str]]) -> Iterator[None]:
+    def _hold(self, holders: list[tuple[str, str]]) -> None:
         for holder in holders:
             self.open[holder] += 1
-        try:
-            yield
-        finally:
-            for holder in holders:
-                self.open[holder] -= 1
-                if not self.open[holder]:
-                    del self.open[holder]  # an address seen once costs nothing afterwards
+
+    def _release(self, holders: list[tuple[str, str]]) -> None:
+        for holder in holders:
+            self.open[holder] -= 1
+            if not self.open[holder]:
+                del self.open[holder]  # an address seen once costs nothing afterwards
 
     async def _refuse(self, kind: str, scope: Scope, receive: Receive, send: Send) -> None:
         limit = self.limits[kind]

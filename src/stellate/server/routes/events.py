@@ -6,16 +6,20 @@ import json
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Query
+from starlette.requests import Request
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
 
 from stellate.server.event_stream import EventStream
 from stellate.server.history_stream import RESET_EVENT, history_of, tail_history
 from stellate.server.models import HistoryEventOut, HistoryPageOut
 from stellate.server.problems import problem_responses
-from stellate.server.state import CallerDep
+from stellate.server.state import CallerDep, caller
 
 __all__ = ["router"]
 
 router = APIRouter(tags=["space"])
+_EVENTS = "/events"
 
 _TYPES = Query(max_length=500, description="comma-separated event types")
 _MAX_ID = 2**63 - 1  # history ids are 64-bit integers in every store: a larger one is a 422, not a 500
@@ -26,7 +30,7 @@ def _types(types: str | None) -> list[str] | None:
 
 
 @router.get(
-    "/events",
+    _EVENTS,
     responses={
         **problem_responses(503),
         200: {
@@ -52,6 +56,42 @@ async def stream_agent_events(
         after = int(last_event_id)
     history_of(await caller.agent.store())  # a problem before the stream starts
     return EventStream(tail_history(caller.agent, after, _types(types)))
+
+
+_DOCUMENTED = router.routes[-1]
+
+
+class _HeldEvents:
+    """``GET /events`` without FastAPI's per-request machinery, which an open stream would hold (issue 22).
+
+    The route above documents the stream and answers every request this one does not take as it always did
+    (a parameter it would refuse; HEAD, refused by the method): this one takes the plain ones, with the same
+    meaning. Problems (no key, no event history) go to the app's exception handlers as the route's do.
+    """
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Run the stream (ASGI)."""
+        if scope["method"] != "GET":
+            await _DOCUMENTED.handle(scope, receive, send)  # its methods refuse it (405)
+            return
+        request = Request(scope)
+        query, last_event_id = request.query_params, request.headers.get("last-event-id")
+        types, after = query.get("types"), query.get("after")
+        plain = (
+            (types is None or len(types) <= 500)
+            and (after is None or (after.isascii() and after.isdigit() and int(after) <= _MAX_ID))
+            and (last_event_id is None or len(last_event_id) <= 20)
+        )
+        if not plain:
+            await _DOCUMENTED.handle(scope, receive, send)
+            return
+        start = None if after is None else int(after)
+        response = await stream_agent_events(caller(request), types, start, last_event_id)
+        del request, query
+        await response(scope, receive, send)
+
+
+router.routes.insert(len(router.routes) - 1, Route(_EVENTS, _HeldEvents(), include_in_schema=False))  # matched first
 
 
 @router.get("/events/history", response_model=HistoryPageOut, responses=problem_responses(503))
