@@ -86,7 +86,7 @@ class _HeldEvents:
             await _DOCUMENTED.handle(scope, receive, send)
             return
         start = None if after is None else int(after)
-        response = await stream_agent_events(caller(request), types, start, last_event_id)
+        response = await stream_agent_events(await caller(request), types, start, last_event_id)
         del request, query
         await response(scope, receive, send)
 
