@@ -54,6 +54,7 @@ EXIT_STATUS: dict[str, int] = {
     "tool_not_found": 2,
     "profile_not_found": 2,
     "validation_error": 2,
+    "bad_cursor": 2,
     "method_not_allowed": 2,
     "request_too_large": 2,
     "key_not_found": 2,
