@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
-from stellate.store._sql import DIGEST_COLUMNS, SELECTED_COLUMNS
-from stellate.store.digests import TopologyNode
-from stellate.store.types import SessionId
+from stellate.store._sql import DIGEST_COLUMNS, SELECTED_COLUMNS, digest_from_row, record_from_row
+from stellate.store.digests import SessionDigest, TopologyNode
+from stellate.store.types import SessionId, SessionRecord
 
-__all__ = ["EXISTS_SQL", "node_from_row", "page_sql"]
+__all__ = ["EXISTS_SQL", "SqlListing", "node_from_row", "page_sql"]
 
 Listed = Literal["digests", "records", "nodes"]
 
@@ -85,3 +85,43 @@ def node_from_row(row: Sequence[Any]) -> TopologyNode:
     node.depth = 0
     node.children = []
     return node
+
+
+class SqlListing:
+    """The paged listing methods of a SQL store (before `BaseStore` in its bases).
+
+    A backend names its ``placeholder`` and runs a page's query in `_page`, which refuses a cursor naming no
+    session (``bad_cursor``).
+    """
+
+    space: str
+    placeholder: ClassVar[str]
+
+    async def list_digests_page(
+        self,
+        *,
+        after: SessionId | None = None,
+        limit: int = 100,
+        parent_id: SessionId | None = None,
+        status: str | None = None,
+    ) -> list[SessionDigest]:
+        """A keyset page of the digests (see `Store.list_digests_page`)."""
+        sql, params = page_sql(
+            placeholder=self.placeholder, space=self.space, after=after, limit=limit, parent_id=parent_id, status=status
+        )
+        return [digest_from_row(r) for r in await self._page(sql, params, after, limit)]
+
+    async def list_sessions_page(self, *, after: SessionId | None = None, limit: int = 100) -> list[SessionRecord]:
+        """A keyset page of `list_sessions` (see `Store.list_sessions_page`)."""
+        sql, params = page_sql(
+            placeholder=self.placeholder, space=self.space, after=after, limit=limit, listed="records"
+        )
+        return [record_from_row(r) for r in await self._page(sql, params, after, limit)]
+
+    async def list_nodes_page(self, *, after: SessionId | None = None, limit: int = 1000) -> list[TopologyNode]:
+        """A keyset page of the forest's nodes, childless (see `Store.list_nodes_page`)."""
+        sql, params = page_sql(placeholder=self.placeholder, space=self.space, after=after, limit=limit, listed="nodes")
+        return [node_from_row(r) for r in await self._page(sql, params, after, limit)]
+
+    async def _page(self, sql: str, params: tuple[Any, ...], after: SessionId | None, limit: int) -> list[Any]:
+        raise NotImplementedError
