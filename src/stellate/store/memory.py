@@ -176,12 +176,7 @@ class MemoryStore(BaseStore):
 
     async def list_sessions_page(self, *, after: SessionId | None = None, limit: int = 100) -> list[SessionRecord]:
         """A keyset page of `list_sessions` (see `Store.list_sessions_page`)."""
-        order = self._order.get(self.space, [])
-        start = 0
-        if after is not None:
-            if self._visible(after) is None:
-                raise bad_cursor(after)
-            start = self._position[after] + 1
+        order, start = self._order.get(self.space, []), self._page_start(after)
         page: list[SessionRecord] = []
         for index in range(start, len(order)):
             record = self._records.get(order[index])
@@ -190,6 +185,14 @@ class MemoryStore(BaseStore):
                 if len(page) >= limit:
                     break
         return page
+
+    def _page_start(self, after: SessionId | None) -> int:
+        """Where a page continuing after ``after`` starts in the space's creation order (``bad_cursor`` if none)."""
+        if after is None:
+            return 0
+        if self._visible(after) is None:
+            raise bad_cursor(after)
+        return self._position[after] + 1
 
     async def list_nodes_page(self, *, after: SessionId | None = None, limit: int = 1000) -> list[TopologyNode]:
         """A keyset page of the forest's nodes, childless (see `Store.list_nodes_page`)."""
@@ -204,12 +207,7 @@ class MemoryStore(BaseStore):
         status: str | None = None,
     ) -> list[SessionDigest]:
         """A keyset page of the digests (see `Store.list_digests_page`): it starts at the session after ``after``."""
-        order = self._order.get(self.space, [])
-        start = 0
-        if after is not None:
-            if self._visible(after) is None:
-                raise bad_cursor(after)
-            start = self._position[after] + 1
+        order, start = self._order.get(self.space, []), self._page_start(after)
         page: list[SessionDigest] = []
         for index in range(start, len(order)):
             record = self._records.get(order[index])
