@@ -117,7 +117,8 @@ def langgraph_executable() -> str | None:
     return os.environ.get("STELLATE_BENCH_LANGGRAPH") or shutil.which("langgraph")
 
 
-def _langgraph(model: str, home: Path) -> _Child:
+def _langgraph(model: str, home: Path, jobs: int | None = None) -> _Child:
+    """``langgraph dev`` at the mock; ``jobs``: its ``--n-jobs-per-worker`` (runs at once; its default is 10)."""
     executable = langgraph_executable()
     if executable is None:
         raise RuntimeError(LANGGRAPH_DEV_MISSING)
@@ -127,6 +128,8 @@ def _langgraph(model: str, home: Path) -> _Child:
     project = home.parent / "langgraph_dev"  # it keeps its in-memory state's files under the project folder
     shutil.copytree(_GRAPH, project, dirs_exist_ok=True, ignore=shutil.ignore_patterns("__pycache__", ".langgraph_api"))
     command = [executable, "dev", "--port", str(port), "--no-browser", "--no-reload", "--config", "langgraph.json"]
+    if jobs is not None:
+        command += ["--n-jobs-per-worker", str(jobs)]
     return _Child(command, env, f"http://127.0.0.1:{port}", "/ok", cwd=str(project))
 
 

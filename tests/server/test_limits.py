@@ -17,9 +17,9 @@ from fastapi import FastAPI
 
 from stellate import Agent
 from stellate.llm.scripted import ScriptedLLM
-from stellate.server import create_app
+from stellate.server import create_app, serving
 from stellate.server.defaults import DEFAULT_KEEP_ALIVE
-from stellate.server.serving import BoundServer, uvicorn_config
+from stellate.server.serving import BoundServer, HeaderDeadlineProtocol, uvicorn_config
 from stellate.store.memory import MemoryStore
 
 BOUND = 20.0
@@ -60,12 +60,27 @@ async def read_until_closed(port: int, sent: bytes) -> bytes:
         writer.close()
 
 
+@pytest.fixture(params=["httptools", "h11"])
+def parser(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """Each HTTP parser the server may run on: httptools (installed with the server extra), else h11."""
+    if request.param == "h11":
+        monkeypatch.setattr(serving, "_protocol", HeaderDeadlineProtocol.with_timeout)
+    return str(request.param)
+
+
+def test_the_server_parses_http_with_httptools_when_it_is_installed() -> None:
+    protocol = uvicorn_config(app_of()).http
+    assert isinstance(protocol, type) and protocol.__name__ == "HttpToolsDeadlineProtocol"
+
+
+@pytest.mark.usefixtures("parser")
 async def test_a_client_that_never_finishes_its_headers_is_cut_off() -> None:
     async with running(app_of(), header_timeout=0.3) as (_, port):
         answer = await read_until_closed(port, b"GET /v1/health HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ")
         assert answer.startswith(b"HTTP/1.1 408 ")
 
 
+@pytest.mark.usefixtures("parser")
 async def test_a_connection_that_sends_nothing_is_closed_silently() -> None:
     async with running(app_of(), header_timeout=0.3) as (_, port):
         assert await read_until_closed(port, b"") == b""

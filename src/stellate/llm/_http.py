@@ -29,6 +29,9 @@ from stellate.llm._retry import AttemptFailed
 __all__ = ["HTTPChannel", "SSEEvent", "failure_from_status", "parse_retry_after", "parse_sse"]
 
 _ERROR_TEXT_LIMIT = 500
+MAX_CONNECTIONS = 1000
+"""Provider connections one adapter opens at once: a worker streaming hundreds of turns holds one per turn (a
+pool of 100, the clients' default, kept turn 101 waiting for a whole answer before its first chunk)."""
 _DRAIN_SECONDS = 1.0
 # How providers say a prompt does not fit: OpenAI, llama.cpp's servers and vLLM send OpenAI's code or its
 # sentence ("This model's maximum context length is ..."); Anthropic says "prompt is too long".
@@ -80,7 +83,7 @@ class HTTPChannel:
     def _http(self) -> httpx.AsyncClient:
         if self._client is None:
             # As many idle connections kept as open ones: concurrent turns past httpx's default 20 reconnect otherwise.
-            limits = httpx.Limits(max_connections=100, max_keepalive_connections=100)
+            limits = httpx.Limits(max_connections=MAX_CONNECTIONS, max_keepalive_connections=MAX_CONNECTIONS)
             self._client = httpx.AsyncClient(transport=self._transport, timeout=self._timeout, limits=limits)
         return self._client
 

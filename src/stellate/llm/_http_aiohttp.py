@@ -23,7 +23,7 @@ from typing import Any
 
 import aiohttp
 
-from stellate.llm._http import failure_from_status
+from stellate.llm._http import MAX_CONNECTIONS, failure_from_status
 from stellate.llm._retry import AttemptFailed
 
 __all__ = ["AiohttpClient", "aiohttp_wanted", "split_lines"]
@@ -46,7 +46,7 @@ class AiohttpClient:
 
     def _client(self) -> aiohttp.ClientSession:
         if self._session is None or self._session.closed:
-            connector = aiohttp.TCPConnector(limit=100, ssl=_ssl_context())
+            connector = aiohttp.TCPConnector(limit=MAX_CONNECTIONS, ssl=_ssl_context())
             self._session = aiohttp.ClientSession(
                 connector=connector, timeout=self._timeout, trust_env=_proxied(), auto_decompress=True
             )

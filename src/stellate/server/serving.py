@@ -1,15 +1,19 @@
-"""How the app runs on uvicorn: its connection timeouts, and a deadline for request headers.
+"""How the app runs on uvicorn: its HTTP parser, its connection timeouts, and a deadline for request headers.
 
 uvicorn times out only idle keep-alive connections: a client that opens a connection and sends nothing, or
 sends half its headers and stops (slowloris), holds a connection and a file descriptor forever. The
 protocol below closes such connections after `DEFAULT_HEADER_TIMEOUT` seconds; the body has its own deadline
 in `stellate.server.limits`. Keep-alive outlasts the idle timeouts of common proxies and client pools, so a
 connection a client may still reuse is never closed under it.
+
+The parser is httptools (C) when it is installed (the ``server`` extra pins it), h11 otherwise: a streamed
+turn writes one chunk per event, and h11 spends more CPU per write than the rest of the chunk's path.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib.util
 import socket
 from typing import Any, ClassVar
 
@@ -79,6 +83,14 @@ class HeaderDeadlineProtocol(H11Protocol):
         self.transport.close()
 
 
+def _protocol(header_timeout: float) -> type[asyncio.Protocol]:
+    if importlib.util.find_spec("httptools") is not None:
+        from stellate.server.serving_httptools import HttpToolsDeadlineProtocol
+
+        return HttpToolsDeadlineProtocol.with_timeout(header_timeout)
+    return HeaderDeadlineProtocol.with_timeout(header_timeout)
+
+
 def uvicorn_config(
     app: Any,
     *,
@@ -89,7 +101,7 @@ def uvicorn_config(
     """The uvicorn configuration stellate serves ``app`` with; ``options`` go to `uvicorn.Config` as they are."""
     return uvicorn.Config(
         app,
-        http=HeaderDeadlineProtocol.with_timeout(header_timeout),
+        http=_protocol(header_timeout),
         timeout_keep_alive=keep_alive,
         **options,
     )
