@@ -27,6 +27,7 @@ __all__ = [
     "DEFAULT_HEADER_TIMEOUT",
     "DEFAULT_KEEP_ALIVE",
     "BoundServer",
+    "HeaderDeadline",
     "HeaderDeadlineProtocol",
     "uvicorn_config",
 ]
@@ -34,17 +35,43 @@ __all__ = [
 _TIMEOUT_ANSWER = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
 
 
-class HeaderDeadlineProtocol(H11Protocol):
-    """uvicorn's HTTP/1.1 protocol, closing a connection whose request headers do not arrive in time."""
+class HeaderDeadline:
+    """The deadline's timer and its end, shared by the h11 and httptools protocols (a mixin)."""
 
     header_timeout: ClassVar[float] = DEFAULT_HEADER_TIMEOUT
     _header_timer: asyncio.TimerHandle | None = None
-    _partial = False
+    _partial = False  # a request has begun and its headers are not all here
+    loop: asyncio.AbstractEventLoop
+    transport: asyncio.Transport
 
     @classmethod
-    def with_timeout(cls, seconds: float) -> type[HeaderDeadlineProtocol]:
+    def with_timeout(cls, seconds: float) -> type[asyncio.Protocol]:
         """The protocol class with its deadline (uvicorn builds protocols from a class)."""
         return type(cls.__name__, (cls,), {"header_timeout": seconds})
+
+    def _arm(self) -> None:
+        self._header_timer = self.loop.call_later(self.header_timeout, self._headers_late)
+
+    def _disarm(self) -> None:
+        if self._header_timer is not None:
+            self._header_timer.cancel()
+            self._header_timer = None
+
+    def _waiting(self) -> bool:
+        """Whether the connection still waits for a request's headers."""
+        raise NotImplementedError
+
+    def _headers_late(self) -> None:
+        self._header_timer = None
+        if not self._waiting() or self.transport.is_closing():
+            return
+        if self._partial:  # a client that sent nothing (a browser's preconnect) is closed without a word
+            self.transport.write(_TIMEOUT_ANSWER)
+        self.transport.close()
+
+
+class HeaderDeadlineProtocol(HeaderDeadline, H11Protocol):
+    """uvicorn's HTTP/1.1 protocol, closing a connection whose request headers do not arrive in time."""
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         """Start the deadline: a connection that never sends a request is closed too."""
@@ -66,21 +93,8 @@ class HeaderDeadlineProtocol(H11Protocol):
         self._disarm()
         super().connection_lost(exc)
 
-    def _arm(self) -> None:
-        self._header_timer = self.loop.call_later(self.header_timeout, self._headers_late)
-
-    def _disarm(self) -> None:
-        if self._header_timer is not None:
-            self._header_timer.cancel()
-            self._header_timer = None
-
-    def _headers_late(self) -> None:
-        self._header_timer = None
-        if self.conn.their_state is not h11.IDLE or self.transport.is_closing():
-            return
-        if self._partial:  # a client that sent nothing (a browser's preconnect) is closed without a word
-            self.transport.write(_TIMEOUT_ANSWER)
-        self.transport.close()
+    def _waiting(self) -> bool:
+        return bool(self.conn.their_state is h11.IDLE)
 
 
 def _protocol(header_timeout: float) -> type[asyncio.Protocol]:

@@ -3,30 +3,18 @@
 from __future__ import annotations
 
 import asyncio
-from typing import ClassVar
 
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 
-from stellate.server.defaults import DEFAULT_HEADER_TIMEOUT
+from stellate.server.serving import HeaderDeadline
 
 __all__ = ["HttpToolsDeadlineProtocol"]
 
-_TIMEOUT_ANSWER = b"HTTP/1.1 408 Request Timeout\r\ncontent-length: 0\r\nconnection: close\r\n\r\n"
 
-
-class HttpToolsDeadlineProtocol(HttpToolsProtocol):
+class HttpToolsDeadlineProtocol(HeaderDeadline, HttpToolsProtocol):
     """uvicorn's httptools protocol, closing a connection whose request headers do not arrive in time."""
 
-    header_timeout: ClassVar[float] = DEFAULT_HEADER_TIMEOUT
-    _header_timer: asyncio.TimerHandle | None = None
-    _partial = False  # a request has begun and its headers are not all here
-
-    @classmethod
-    def with_timeout(cls, seconds: float) -> type[HttpToolsDeadlineProtocol]:
-        """The protocol class with its deadline (uvicorn builds protocols from a class)."""
-        return type(cls.__name__, (cls,), {"header_timeout": seconds})
-
-    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]  # uvicorn annotates BaseTransport
         """Start the deadline: a connection that never sends a request is closed too."""
         super().connection_made(transport)
         self._arm()
@@ -49,18 +37,5 @@ class HttpToolsDeadlineProtocol(HttpToolsProtocol):
         self._disarm()
         super().connection_lost(exc)
 
-    def _arm(self) -> None:
-        self._header_timer = self.loop.call_later(self.header_timeout, self._headers_late)
-
-    def _disarm(self) -> None:
-        if self._header_timer is not None:
-            self._header_timer.cancel()
-            self._header_timer = None
-
-    def _headers_late(self) -> None:
-        self._header_timer = None
-        if self.transport.is_closing() or (self.cycle is not None and not self._partial):
-            return
-        if self._partial:  # a client that sent nothing (a browser's preconnect) is closed without a word
-            self.transport.write(_TIMEOUT_ANSWER)
-        self.transport.close()
+    def _waiting(self) -> bool:
+        return self._partial or self.cycle is None
