@@ -29,16 +29,15 @@ async def _serve(delay_ms: float) -> None:
 
 
 @contextmanager
-def mock_server_process(delay_ms: float = 0.0) -> Iterator[str]:
-    """Start the mock in a child process; yields its base URL (``http://127.0.0.1:PORT``)."""
-    command = [sys.executable, "-m", "bench.mock_server", "--delay-ms", str(delay_ms)]
+def port_process(command: list[str], what: str) -> Iterator[tuple[str, int]]:
+    """Run ``command`` (a server that prints ``PORT <n>``, then serves until its stdin closes); yields URL and pid."""
     child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout is not None
         line = child.stdout.readline().strip()
         if not line.startswith("PORT "):
-            raise RuntimeError(f"the mock server did not start: {line!r}")
-        yield f"http://127.0.0.1:{line.split()[1]}"
+            raise RuntimeError(f"{what} did not start: {line!r}")
+        yield f"http://127.0.0.1:{line.split()[1]}", child.pid
     finally:
         if child.stdin is not None:
             child.stdin.close()
@@ -49,6 +48,14 @@ def mock_server_process(delay_ms: float = 0.0) -> Iterator[str]:
             child.wait()
         if child.stdout is not None:
             child.stdout.close()
+
+
+@contextmanager
+def mock_server_process(delay_ms: float = 0.0) -> Iterator[str]:
+    """Start the mock in a child process; yields its base URL (``http://127.0.0.1:PORT``)."""
+    command = [sys.executable, "-m", "bench.mock_server", "--delay-ms", str(delay_ms)]
+    with port_process(command, "the mock server") as (url, _):
+        yield url
 
 
 if __name__ == "__main__":

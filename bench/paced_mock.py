@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-import subprocess
 import sys
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from bench.mock_server import port_process
 
 _HEAD = (
     b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ncache-control: no-cache\r\n"
@@ -108,24 +109,8 @@ async def _serve(chunks: int, rate: float) -> None:
 @contextmanager
 def paced_mock_process(chunks: int, rate: float) -> Iterator[tuple[str, int]]:
     """Start the paced mock in a child process; yields its base URL (``http://127.0.0.1:PORT``) and pid."""
-    command = [sys.executable, "-m", "bench.paced_mock", str(chunks), str(rate)]
-    child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    try:
-        assert child.stdout is not None
-        line = child.stdout.readline().strip()
-        if not line.startswith("PORT "):
-            raise RuntimeError(f"the paced mock did not start: {line!r}")
-        yield f"http://127.0.0.1:{line.split()[1]}", child.pid
-    finally:
-        if child.stdin is not None:
-            child.stdin.close()
-        try:
-            child.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            child.kill()
-            child.wait()
-        if child.stdout is not None:
-            child.stdout.close()
+    with port_process([sys.executable, "-m", "bench.paced_mock", str(chunks), str(rate)], "the paced mock") as child:
+        yield child
 
 
 if __name__ == "__main__":

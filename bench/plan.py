@@ -97,6 +97,8 @@ CAPACITY_P99 = "p99 added delay per chunk (model → client), ms"
 CAPACITY_ERRORS = "turns failed or cut short"
 CAPACITY_CLIENT = "load generator's CPU, % of one core"
 CAPACITY_SERVER = "server CPU per chunk delivered, µs"
+CAPACITY_FIRST = "p99 wait for the first chunk, ms"
+B10_PEER_LABELS = {"stellate": "stellate serve, SQLite", "langgraph": "langgraph dev (inmem)"}
 SOAK_WARM = "server RSS after warm-up (first quarter of the rounds), MiB"
 SOAK_END = "server RSS at the end, MiB"
 SOAK_GROWTH = "RSS growth per round after warm-up, KiB"
@@ -162,6 +164,11 @@ class Sizes:
     """B10: the model's chunks per turn, and per second."""
     soak: tuple[int, int, int, int] = (20, 20, 1000, 100)
     """B10-soak: rounds, sessions, turns per round, stream opens and closes per round."""
+    b10_peer_n: tuple[tuple[str, tuple[int, ...]], ...] = (
+        ("stellate", (100, 250, 500, 750)),
+        ("langgraph", (25, 50, 100, 250)),
+    )
+    """B10-peer: streamed turns at once through each system's server, the model over HTTP."""
 
 
 FULL = Sizes((100, 1000, 10000), (1000, 10000, 100000), 100000, 10000, 50, 20, 10, 200, 8, 5, 3, 5)
@@ -188,6 +195,7 @@ QUICK = Sizes(
     k_fresh=5,
     b10_n=(50, 100),
     soak=(8, 10, 100, 20),
+    b10_peer_n=(("stellate", (50, 100)), ("langgraph", (25, 50))),
 )
 SMOKE = Sizes(
     (3,),
@@ -215,6 +223,7 @@ SMOKE = Sizes(
     b10_chunks=5,
     b10_rate=50.0,
     soak=(2, 2, 2, 2),
+    b10_peer_n=(("stellate", (2,)), ("langgraph", (2,))),
 )
 
 #: B6's mock model answers after this many milliseconds.
@@ -385,6 +394,25 @@ def _b10(sizes: Sizes) -> list[Case]:
     return [*cases, Case("B10-soak", rounds * turns, "streaming.soak", params, rows, once=True)]
 
 
+def _b10_peer(sizes: Sizes) -> list[Case]:
+    """Goal 2 beside a peer: streamed turns at once through each system's server, the paced model over HTTP."""
+    parts = {
+        "p50": CAPACITY_P50,
+        "p99": CAPACITY_P99,
+        "first": CAPACITY_FIRST,
+        "errors": CAPACITY_ERRORS,
+        "client_cpu": CAPACITY_CLIENT,
+        "server_cpu": CAPACITY_SERVER,
+    }
+    cases = []
+    for system, ns in sizes.b10_peer_n:
+        needs = ("langgraph-dev",) if system == "langgraph" else ()
+        rows = {part: f"{B10_PEER_LABELS[system]}: {what}" for part, what in parts.items()}
+        params = {"system": system, "chunks": sizes.b10_chunks, "rate": sizes.b10_rate}
+        cases += [Case("B10-peer", n, "stream_peers.capacity", {**params, "turns": n}, rows, needs=needs) for n in ns]
+    return cases
+
+
 # -- B11: big sessions (issue 22, goal 6) --
 B11_ROWS = {
     "export": "stellate export_session (JSONL file)",
@@ -425,6 +453,7 @@ def cases(sizes: Sizes, benches: set[str]) -> list[Case]:
         ({"B5", "B5-FORK"}, lambda: _b2("B5-fork", "pg", sizes)),
         ({"B6"}, lambda: _b6(sizes)),
         ({"B10"}, lambda: _b10(sizes)),
+        ({"B10", "B10-PEER"}, lambda: _b10_peer(sizes)),
         ({"B11"}, lambda: _b11(sizes)),
     ]
     out: list[Case] = []

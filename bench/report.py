@@ -27,6 +27,8 @@ TITLES = {
     "B8": "B8 — end to end, real OpenAI-compatible clients against the loopback mock (ms per turn; H = prior turns)",
     "B9": "B9 — a fresh process: its imports, its first turn, the CLI's start (ms; H = prior turns)",
     "B10": "B10 — streamed turns one worker holds (SQLite; a model streaming 100 chunks at 20/s; N = turns at once)",
+    "B10-peer": "B10-peer — streamed turns one worker holds, beside a peer: each server in its own process, the model "
+    "(100 chunks at 20/s) in another, over HTTP (N = turns at once)",
     "B10-soak": "B10 — a bounded soak of one worker (T = turns in all; stream opens and closes beside them)",
     "B11": "B11 — a big session: export, import, cold context_at (SQLite file; N = events; ms, and µs per event)",
 }
@@ -43,6 +45,7 @@ AXIS = {
     "B8": "H",
     "B9": "H",
     "B10": "N",
+    "B10-peer": "N",
     "B10-soak": "T",
     "B11": "N",
 }
@@ -255,6 +258,7 @@ def _timings_with_notes(t: Tables) -> list[str]:
         ("B6", [], SERVER_NOTE),
         ("B6-streams", [], SERVER_NOTE),
         ("B10", [], STREAMING_NOTE),
+        ("B10-peer", [], PEER_STREAMING_NOTE),
         ("B10-soak", [], []),
     )
     for bench, pairs, note in shown:
@@ -267,6 +271,12 @@ SERVER_NOTE = [
     "",
     "Server and client are separate processes on this machine's cores; latency is what the client measures",
     "(request sent to response read), the model's 20 ms included. Cells are medians over repetitions.",
+]
+
+PEER_STREAMING_NOTE = [
+    "",
+    "Each system's own server and OpenAI client, one worker, against the same paced model process; the clients run",
+    "in a third process on the same two cores. Capacity: the largest N with p99 ≤ 250 ms and no failed turn.",
 ]
 
 STREAMING_NOTE = [

@@ -85,11 +85,13 @@ def selected(args: argparse.Namespace) -> set[str]:
             "B8",
             "B9",
             "B10",
+            "B10-PEER",
             "B11",
         }
         if unknown:
             raise SystemExit(
-                f"unknown benchmark(s) {sorted(unknown)}; choose from B1-B6, B8-B11, B4-page, B5-turn, B5-fork"
+                f"unknown benchmark(s) {sorted(unknown)}; "
+                "choose from B1-B6, B8-B11, B4-page, B5-turn, B5-fork, B10-peer"
             )
         return chosen
     return {"B1", "B2", "B3", "B4", "B6", "B8", "B9", "B10", "B11"} | ({"B5"} if args.pg else set())

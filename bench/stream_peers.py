@@ -12,8 +12,8 @@ wrote it) through their real OpenAI clients:
   ``messages`` events.
 
 N sessions each run one streamed turn, all at once. Per row: the added delay per chunk (the model wrote it →
-the client read it; p50, p99), how long a turn waited for its first chunk (p99), the turns that failed, and
-the server's CPU per chunk. Capacity is the largest N with p99 ≤ 250 ms and no failed turn.
+the client read it; p50, p99), how long a turn waited for its first chunk (p99), the turns that failed, the load
+generator's CPU and the server's CPU per chunk. Capacity is the largest N with p99 ≤ 250 ms and no failed turn.
 """
 
 from __future__ import annotations
@@ -30,49 +30,10 @@ from bench.common import median
 from bench.paced_mock import paced_mock_process
 from bench.serve_cases import _cpu, _langgraph, _stellate
 from bench.server_cases import client, quantile
-
-USER = "stream, please"
-
-
-def _stamps(text: str, now: float, delays: list[float]) -> int:
-    read = 0
-    for stamp in text.split(";"):
-        if stamp:
-            delays.append(now - float(stamp))
-            read += 1
-    return read
+from bench.streaming_cases import USER, Turn, stellate_turn
 
 
-class _Turn:
-    """One streamed turn's chunk delays and first-chunk wait."""
-
-    def __init__(self, delays: list[float], waits: list[float]) -> None:
-        self.delays, self.waits, self.read = delays, waits, 0
-        self.start = time.perf_counter()
-
-    def chunk(self, text: str) -> None:
-        now = time.time() * 1000
-        if self.read == 0:
-            self.waits.append((time.perf_counter() - self.start) * 1000)
-        self.read += _stamps(text, now, self.delays)
-
-
-async def _stellate_turn(http: httpx.AsyncClient, sid: str, turn: _Turn) -> int:
-    headers = {"Accept": "text/event-stream"}
-    async with http.stream("POST", f"/sessions/{sid}/turns", json={"content": USER}, headers=headers) as response:
-        response.raise_for_status()
-        event = ""
-        async for line in response.aiter_lines():
-            if line.startswith("event:"):
-                event = line[6:].strip()
-            elif line.startswith("data:") and event == "text":
-                turn.chunk(json.loads(line[5:])["text"])
-            elif line.startswith("data:") and event in ("problem", "error"):
-                raise RuntimeError(line)
-    return turn.read
-
-
-async def _langgraph_turn(http: httpx.AsyncClient, sid: str, turn: _Turn) -> int:
+async def _langgraph_turn(http: httpx.AsyncClient, sid: str, turn: Turn) -> int:
     body = {
         "assistant_id": "chat",
         "input": {"messages": [{"role": "user", "content": USER}]},
@@ -115,17 +76,16 @@ async def capacity(params: dict[str, Any]) -> dict[str, Any]:
             server = _stellate(str(Path(params["dir"]) / "stellate.db"), model, home)
         try:
             async with client(server.url, n + 4) as http:
-                one = _langgraph_turn if system == "langgraph" else _stellate_turn
+                one = _langgraph_turn if system == "langgraph" else stellate_turn
                 warm = await _session(system, http, "warm-up")
-                await one(http, warm, _Turn([], []))  # the first turn's imports and caches are not per turn
+                await one(http, warm, Turn([], []))  # the first turn's imports and caches are not per turn
                 ids = [await _session(system, http, f"s{k}") for k in range(n)]
                 delays: list[float] = []
                 waits: list[float] = []
-                served = _cpu([server])
-                results = await asyncio.gather(
-                    *(one(http, sid, _Turn(delays, waits)) for sid in ids), return_exceptions=True
-                )
-                served = _cpu([server]) - served
+                cpu, wall, served = time.process_time(), time.perf_counter(), _cpu([server])
+                turns = (one(http, sid, Turn(delays, waits)) for sid in ids)
+                results = await asyncio.gather(*turns, return_exceptions=True)
+                cpu, wall, served = time.process_time() - cpu, time.perf_counter() - wall, _cpu([server]) - served
         finally:
             server.stop()
     errors = sum(1 for r in results if isinstance(r, BaseException) or r != chunks)
@@ -134,5 +94,6 @@ async def capacity(params: dict[str, Any]) -> dict[str, Any]:
         "p99": {"ms": [quantile(delays, 0.99) if delays else float("nan")]},
         "first": {"ms": [quantile(waits, 0.99) if waits else float("nan")]},
         "errors": {"ms": [float(errors)]},
+        "client_cpu": {"ms": [100 * cpu / wall]},
         "server_cpu": {"ms": [served * 1e6 / max(1, len(delays))]},
     }

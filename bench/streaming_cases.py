@@ -82,9 +82,28 @@ def _serve_paced(chunks: int, rate: float, db: str, port: int) -> None:
     profiler.dump_stats(profile)
 
 
-async def _streamed_turn(http: httpx.AsyncClient, sid: str, delays: list[float]) -> int:
-    """One streamed turn; appends each chunk's added delay (ms); returns the chunks read."""
-    read = 0
+class Turn:
+    """One streamed turn as its client saw it: each chunk's added delay (ms) and the wait for the first chunk.
+
+    Every chunk's text is the model's ``<wall-clock ms>;`` stamp; a relayed piece may hold several.
+    """
+
+    def __init__(self, delays: list[float], waits: list[float]) -> None:
+        self.delays, self.waits, self.read = delays, waits, 0
+        self.start = time.perf_counter()
+
+    def chunk(self, text: str) -> None:
+        now = time.time() * 1000
+        if self.read == 0:
+            self.waits.append((time.perf_counter() - self.start) * 1000)
+        for stamp in text.split(";"):
+            if stamp:
+                self.delays.append(now - float(stamp))
+                self.read += 1
+
+
+async def stellate_turn(http: httpx.AsyncClient, sid: str, turn: Turn) -> int:
+    """One streamed turn through stellate's REST API; returns the chunks read."""
     headers = {"Accept": "text/event-stream"}
     async with http.stream("POST", f"/sessions/{sid}/turns", json={"content": USER}, headers=headers) as response:
         response.raise_for_status()
@@ -93,15 +112,10 @@ async def _streamed_turn(http: httpx.AsyncClient, sid: str, delays: list[float])
             if line.startswith("event:"):
                 event = line[6:].strip()
             elif line.startswith("data:") and event == "text":
-                now = time.time() * 1000
-                text = line.split('"text":"', 1)[1].split('"', 1)[0]
-                for stamp in text.split(";"):
-                    if stamp:
-                        delays.append(now - float(stamp))
-                        read += 1
+                turn.chunk(line.split('"text":"', 1)[1].split('"', 1)[0])  # cheaper than json.loads per chunk
             elif line.startswith("data:") and event == "problem":
                 raise RuntimeError(line)
-    return read
+    return turn.read
 
 
 async def capacity(params: dict[str, Any]) -> dict[str, Any]:
@@ -113,7 +127,8 @@ async def capacity(params: dict[str, Any]) -> dict[str, Any]:
             ids = [await _session(http, f"s{k}") for k in range(n)]
             delays: list[float] = []
             cpu, wall, served = time.process_time(), time.perf_counter(), _cpu_seconds(pid)
-            results = await asyncio.gather(*(_streamed_turn(http, sid, delays) for sid in ids), return_exceptions=True)
+            turns = (stellate_turn(http, sid, Turn(delays, [])) for sid in ids)
+            results = await asyncio.gather(*turns, return_exceptions=True)
             cpu, wall, served = time.process_time() - cpu, time.perf_counter() - wall, _cpu_seconds(pid) - served
     errors = sum(1 for r in results if isinstance(r, BaseException) or r != chunks)
     return {

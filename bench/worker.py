@@ -29,6 +29,7 @@ MODULES = {
     "server": "bench.server_cases",
     "fresh": "bench.fresh_cases",
     "streaming": "bench.streaming_cases",
+    "stream_peers": "bench.stream_peers",
     "session_io": "bench.session_io_cases",
     "serve": "bench.serve_cases",
     "forest": "bench.forest_cases",

@@ -36,6 +36,8 @@ CASES = [
     if "langgraph-dev" not in case.needs
 ]
 
+TICKED = (plan.CAPACITY_P50, plan.CAPACITY_P99, plan.CAPACITY_FIRST, plan.CAPACITY_SERVER, plan.B6_PARTS["cpu"])
+
 
 def _id(case: plan.Case) -> str:
     label = next(iter(case.rows.values()))
@@ -57,12 +59,12 @@ def _check(case: plan.Case, result: dict[str, Any]) -> None:
         assert part["ms"], part
         if case.rows[key] == plan.SOAK_GROWTH:  # the soak's RSS may as well shrink between rounds
             continue
-        if case.rows[key] == plan.CAPACITY_ERRORS:
+        if case.rows[key].endswith(plan.CAPACITY_ERRORS):
             assert part["ms"] == [0.0], part["ms"]
         elif "KiB" in case.rows[key]:  # memory growth (B6's idle streams) may be none at all
             assert all(t >= 0 for t in part["ms"]), part["ms"]
-        elif case.rows[key] in (plan.CAPACITY_P50, plan.CAPACITY_P99) or case.rows[key].endswith(plan.B6_PARTS["cpu"]):
-            # below a coarse clock's tick it reads 0 (B6's server CPU: /proc counts in 10 ms ticks)
+        elif case.rows[key].endswith(TICKED):
+            # below a coarse clock's tick it reads 0 (server CPU: /proc counts in 10 ms ticks)
             assert all(t >= 0 for t in part["ms"]), part["ms"]
         else:
             assert all(t > 0 for t in part["ms"]), part["ms"]
@@ -176,6 +178,25 @@ def test_b10_judges_capacity_idle_streams_and_the_soak() -> None:
 
     assert judged(200.0, 8.0, 105.0) == [True, True, True]
     assert judged(400.0, 41.0, 150.0) == [False, False, False]
+
+
+def test_b10_peer_judges_capacity_over_http_and_against_langgraph_dev() -> None:
+    ours, theirs = (plan.B10_PEER_LABELS[s] + ": " for s in ("stellate", "langgraph"))
+
+    def judged(our_p99_at_500: float, their_p99_at_100: float) -> list[bool | None]:
+        cells = {
+            (ours + plan.CAPACITY_P99, 250): 100.0,
+            (ours + plan.CAPACITY_P99, 500): our_p99_at_500,
+            (theirs + plan.CAPACITY_P99, 50): 120.0,
+            (theirs + plan.CAPACITY_P99, 100): their_p99_at_100,
+        }
+        cells |= {(row.replace(plan.CAPACITY_P99, plan.CAPACITY_ERRORS), n): 0.0 for row, n in list(cells)}
+        samples = {("B10-peer", row, n): [{"ms": [ms]}] for (row, n), ms in cells.items()}
+        return [v.ok for v in verdicts(Tables(aggregate(samples))) if v.name.startswith("i22-2.")]
+
+    assert judged(200.0, 4000.0) == [True, True]  # 500 held against 50: 10×
+    assert judged(400.0, 4000.0) == [False, True]  # 250 against 50: 5×
+    assert judged(400.0, 200.0) == [False, False]  # 250 against 100
 
 
 def test_b11_judges_floors_linearity_and_the_cold_context() -> None:
