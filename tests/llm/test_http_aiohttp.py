@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 from collections.abc import AsyncIterator
 
+import httpx
 import pytest
 
 pytest.importorskip("aiohttp")
@@ -96,3 +98,39 @@ def test_aiohttp_reads_the_proxy_settings_only_when_the_environment_names_a_prox
     assert not _proxied()
     monkeypatch.setenv("HTTPS_PROXY", "http://proxy.example:3128")
     assert _proxied()
+
+
+def _timed(server: MockLLMServer, read: float) -> OpenAIAdapter:
+    retry = RetryPolicy(max_attempts=2, base_delay=0.01)
+    timeout = httpx.Timeout(10.0, read=read)
+    return OpenAIAdapter("gpt-mock", base_url=server.openai_base_url, api_key="test", retry=retry, timeout=timeout)
+
+
+@pytest.mark.parametrize("stall", ["first_byte_delay", "chunk_delay"])
+async def test_a_provider_silent_past_the_read_timeout_is_asked_again(stall: str) -> None:
+    """Silent before its answer's head, or between its chunks: a retryable timeout (here before any text)."""
+    async with MockLLMServer([MockReply(text="one two", **{stall: 1.5}), MockReply(text="again")]) as server:
+        llm = _timed(server, read=0.2)
+        events = [event async for event in llm.stream(REQUEST)]
+        assert events[-1].response.message.content == "again"  # type: ignore[attr-defined]
+        assert len(server.requests) == 2
+        await llm.aclose()
+
+
+async def test_a_caller_slower_than_the_read_timeout_is_not_a_stall() -> None:
+    async with MockLLMServer([MockReply(text="one two three four")]) as server:
+        llm = _timed(server, read=0.2)
+        events = []
+        async for event in llm.stream(REQUEST):
+            events.append(event)
+            await asyncio.sleep(0.3)  # the caller holds every event longer than the read timeout
+        assert events[-1].response.message.content == "one two three four"  # type: ignore[attr-defined]
+        await llm.aclose()
+
+
+async def test_a_steady_stream_longer_than_the_read_timeout_completes() -> None:
+    async with MockLLMServer([MockReply(text=" ".join(["w"] * 12), chunk_delay=0.1)]) as server:
+        llm = _timed(server, read=0.3)  # 1.2 s in all, never 0.3 s without a chunk
+        events = [event async for event in llm.stream(REQUEST)]
+        assert events[-1].response.message.content == " ".join(["w"] * 12)  # type: ignore[attr-defined]
+        await llm.aclose()
