@@ -120,12 +120,12 @@ def _cells(t: Tables, bench: str, top: str, bottom: str, x_top: int, x_bottom: i
     return t.get(bench, top, x_top), t.get(bench, bottom, x_top if x_bottom is None else x_bottom)
 
 
-def _at_most(name: str, top: Any, bottom: Any, limit: float, what: str = "") -> Verdict:
+def _at_most(name: str, top: Any, bottom: Any, limit: float, what: str = "", unit: str = "ms") -> Verdict:
     """Pass when ``top / bottom <= limit``."""
     if not top or not bottom:
         return Verdict(name, "not run", None)
     r = top.ms / bottom.ms
-    return Verdict(name, f"{what}{fmt(top.ms)} / {fmt(bottom.ms)} ms = {r:.2f}×", r <= limit)
+    return Verdict(name, f"{what}{fmt(top.ms)} / {fmt(bottom.ms)} {unit} = {r:.2f}×", r <= limit)
 
 
 def _cold_vs_langgraph(t: Tables) -> Verdict:
@@ -269,7 +269,7 @@ def _server_rows(t: Tables) -> list[Verdict]:
     if xs:
         warm, end = t.get("B10-soak", P.SOAK_WARM, xs[-1]), t.get("B10-soak", P.SOAK_END, xs[-1])
         name = f"i22-7. soak of {xs[-1]:,} turns: RSS at the end ≤ {SOAK_FLAT}× RSS after warm-up"
-        out.append(_at_most(name, end, warm, SOAK_FLAT))
+        out.append(_at_most(name, end, warm, SOAK_FLAT, unit="MiB"))
     return out
 
 
@@ -328,7 +328,8 @@ def _b6_rows(t: Tables) -> list[Verdict]:
     name = f"i22-1. stellate serve (SQLite): server CPU per turn within {B6_FLOOR_FACTOR}× of the floor app (C={c})"
     out = [_at_most(name, t.get("B6", f"{ours}: {cpu}", c), t.get("B6", f"{floor}: {cpu}", c), B6_FLOOR_FACTOR)]
     name = f"i22-1. stellate serve (SQLite): turns/s within {B6_FLOOR_FACTOR}× of the floor app (C={c})"
-    out.append(_at_most(name, t.get("B6", f"{floor}: {rate}", c), t.get("B6", f"{ours}: {rate}", c), B6_FLOOR_FACTOR))
+    theirs, mine = t.get("B6", f"{floor}: {rate}", c), t.get("B6", f"{ours}: {rate}", c)
+    out.append(_at_most(name, theirs, mine, B6_FLOOR_FACTOR, "floor / ours: ", unit="turns/s"))
     return out
 
 
