@@ -98,6 +98,15 @@ CAPACITY_ERRORS = "turns failed or cut short"
 CAPACITY_CLIENT = "load generator's CPU, % of one core"
 CAPACITY_SERVER = "server CPU per chunk delivered, µs"
 CAPACITY_FIRST = "p99 wait for the first chunk, ms"
+CAPACITY_PARTS = {
+    "p50": CAPACITY_P50,
+    "p99": CAPACITY_P99,
+    "first": CAPACITY_FIRST,
+    "errors": CAPACITY_ERRORS,
+    "client_cpu": CAPACITY_CLIENT,
+    "server_cpu": CAPACITY_SERVER,
+}
+"""The capacity cases' result parts and their rows (B10, B10-peer)."""
 B10_PEER_LABELS = {"stellate": "stellate serve, SQLite", "langgraph": "langgraph dev (inmem)"}
 SOAK_WARM = "server RSS after warm-up (first quarter of the rounds), MiB"
 SOAK_END = "server RSS at the end, MiB"
@@ -379,13 +388,7 @@ def _b9(sizes: Sizes) -> list[Case]:
 
 def _b10(sizes: Sizes) -> list[Case]:
     """One worker: streamed turns at once (issue 22, goal 2), and a bounded soak (goal 7)."""
-    rows = {
-        "p50": CAPACITY_P50,
-        "p99": CAPACITY_P99,
-        "errors": CAPACITY_ERRORS,
-        "client_cpu": CAPACITY_CLIENT,
-        "server_cpu": CAPACITY_SERVER,
-    }
+    rows = {part: label for part, label in CAPACITY_PARTS.items() if part != "first"}  # no first-chunk wait here
     chunks = {"chunks": sizes.b10_chunks, "rate": sizes.b10_rate}
     cases = [Case("B10", n, "streaming.capacity", {"turns": n, **chunks}, rows) for n in sizes.b10_n]
     rounds, sessions, turns, streams = sizes.soak
@@ -396,18 +399,10 @@ def _b10(sizes: Sizes) -> list[Case]:
 
 def _b10_peer(sizes: Sizes) -> list[Case]:
     """Goal 2 beside a peer: streamed turns at once through each system's server, the paced model over HTTP."""
-    parts = {
-        "p50": CAPACITY_P50,
-        "p99": CAPACITY_P99,
-        "first": CAPACITY_FIRST,
-        "errors": CAPACITY_ERRORS,
-        "client_cpu": CAPACITY_CLIENT,
-        "server_cpu": CAPACITY_SERVER,
-    }
     cases = []
     for system, ns in sizes.b10_peer_n:
         needs = ("langgraph-dev",) if system == "langgraph" else ()
-        rows = {part: f"{B10_PEER_LABELS[system]}: {what}" for part, what in parts.items()}
+        rows = {part: f"{B10_PEER_LABELS[system]}: {what}" for part, what in CAPACITY_PARTS.items()}
         params = {"system": system, "chunks": sizes.b10_chunks, "rate": sizes.b10_rate}
         cases += [Case("B10-peer", n, "stream_peers.capacity", {**params, "turns": n}, rows, needs=needs) for n in ns]
     return cases

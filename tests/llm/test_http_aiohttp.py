@@ -62,15 +62,6 @@ async def test_error_statuses_are_retried_or_refused_as_over_httpx() -> None:
         await llm.aclose()
 
 
-async def test_a_dropped_connection_is_a_retryable_failure() -> None:
-    async with MockLLMServer([MockReply(text="a b c", disconnect_after=0), MockReply(text="again")]) as server:
-        llm = _adapter(server)
-        events = [event async for event in llm.stream(REQUEST)]
-        assert events[-1].response.message.content == "again"  # type: ignore[attr-defined]
-        assert len(server.requests) == 2
-        await llm.aclose()
-
-
 async def test_an_adapter_dropped_unclosed_warns_nothing() -> None:
     async with MockLLMServer([MockReply(text="ok")]) as server:
         llm = _adapter(server)
@@ -106,10 +97,16 @@ def _timed(server: MockLLMServer, read: float) -> OpenAIAdapter:
     return OpenAIAdapter("gpt-mock", base_url=server.openai_base_url, api_key="test", retry=retry, timeout=timeout)
 
 
-@pytest.mark.parametrize("stall", ["first_byte_delay", "chunk_delay"])
-async def test_a_provider_silent_past_the_read_timeout_is_asked_again(stall: str) -> None:
-    """Silent before its answer's head, or between its chunks: a retryable timeout (here before any text)."""
-    async with MockLLMServer([MockReply(text="one two", **{stall: 1.5}), MockReply(text="again")]) as server:
+@pytest.mark.parametrize(
+    "failure",
+    [{"disconnect_after": 0}, {"first_byte_delay": 1.5}, {"chunk_delay": 1.5}],
+    ids=["dropped", "silent-before-its-head", "silent-between-chunks"],
+)
+async def test_a_first_attempt_dropped_or_silent_too_long_is_asked_again(
+    failure: dict[str, float],
+) -> None:
+    """A dropped connection, or no data for longer than the read timeout: retryable (here before any text)."""
+    async with MockLLMServer([MockReply(text="one two", **failure), MockReply(text="again")]) as server:
         llm = _timed(server, read=0.2)
         events = [event async for event in llm.stream(REQUEST)]
         assert events[-1].response.message.content == "again"  # type: ignore[attr-defined]
