@@ -234,7 +234,8 @@ def _held(t: Tables, bench: str, prefix: str = "") -> tuple[int, str] | None:
     ]
     best = max(held, default=0)
     top = t.get(bench, prefix + P.CAPACITY_P99, xs[-1])
-    return best, f"{best:,} held (p99 at N={xs[-1]:,}: {fmt(top.ms) if top else '–'} ms)"
+    assert top is not None  # xs holds only sizes with a p99 cell
+    return best, f"{best:,} held (p99 at N={xs[-1]:,}: {fmt(top.ms)} ms)"
 
 
 def _capacity_rows(t: Tables) -> list[Verdict]:

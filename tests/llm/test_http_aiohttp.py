@@ -15,7 +15,7 @@ from stellate.errors import ProviderError
 from stellate.llm._http_aiohttp import split_lines
 from stellate.llm._retry import RetryPolicy
 from stellate.llm.openai import OpenAIAdapter
-from stellate.llm.types import LLMRequest
+from stellate.llm.types import LLMRequest, ResponseDone, StreamEvent
 from stellate.log.messages import UserMessage
 from stellate.testing.mock_llm import MockFailure, MockLLMServer, MockReply
 
@@ -36,6 +36,13 @@ async def test_lines_keep_the_unicode_separators_json_strings_may_hold() -> None
     assert [line async for line in split_lines(chunks('data: "a\u2028b\x0c"\n'.encode()))] == ['data: "a\u2028b\x0c"']
 
 
+def _final_text(events: list[StreamEvent]) -> str:
+    """The text of the answer a stream ended with (it ends with its `ResponseDone`)."""
+    done = events[-1]
+    assert isinstance(done, ResponseDone), done
+    return done.response.message.content
+
+
 def _adapter(server: MockLLMServer) -> OpenAIAdapter:
     retry = RetryPolicy(max_attempts=2, base_delay=0.01)
     return OpenAIAdapter("gpt-mock", base_url=server.openai_base_url, api_key="test", retry=retry)
@@ -46,7 +53,7 @@ async def test_a_streamed_and_a_plain_call_go_over_aiohttp() -> None:
         llm = _adapter(server)
         assert llm._channel._aio is not None
         events = [event async for event in llm.stream(REQUEST)]
-        assert events[-1].response.message.content == "Hello there"  # type: ignore[attr-defined]
+        assert _final_text(events) == "Hello there"
         assert (await llm.complete(REQUEST)).message.content == "Plain"
         await llm.aclose()
     assert server.connections == 1  # the stream was read to its end: its connection served the next call
@@ -109,7 +116,7 @@ async def test_a_first_attempt_dropped_or_silent_too_long_is_asked_again(
     async with MockLLMServer([MockReply(text="one two", **failure), MockReply(text="again")]) as server:
         llm = _timed(server, read=0.2)
         events = [event async for event in llm.stream(REQUEST)]
-        assert events[-1].response.message.content == "again"  # type: ignore[attr-defined]
+        assert _final_text(events) == "again"
         assert len(server.requests) == 2
         await llm.aclose()
 
@@ -117,11 +124,11 @@ async def test_a_first_attempt_dropped_or_silent_too_long_is_asked_again(
 async def test_a_caller_slower_than_the_read_timeout_is_not_a_stall() -> None:
     async with MockLLMServer([MockReply(text="one two three four")]) as server:
         llm = _timed(server, read=0.2)
-        events = []
+        events: list[StreamEvent] = []
         async for event in llm.stream(REQUEST):
             events.append(event)
             await asyncio.sleep(0.3)  # the caller holds every event longer than the read timeout
-        assert events[-1].response.message.content == "one two three four"  # type: ignore[attr-defined]
+        assert _final_text(events) == "one two three four"
         await llm.aclose()
 
 
@@ -129,5 +136,5 @@ async def test_a_steady_stream_longer_than_the_read_timeout_completes() -> None:
     async with MockLLMServer([MockReply(text=" ".join(["w"] * 12), chunk_delay=0.1)]) as server:
         llm = _timed(server, read=0.3)  # 1.2 s in all, never 0.3 s without a chunk
         events = [event async for event in llm.stream(REQUEST)]
-        assert events[-1].response.message.content == " ".join(["w"] * 12)  # type: ignore[attr-defined]
+        assert _final_text(events) == " ".join(["w"] * 12)
         await llm.aclose()
