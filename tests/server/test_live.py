@@ -196,16 +196,27 @@ async def test_a_space_never_sees_another_spaces_events(store: BaseStore, keys: 
                 async for _, _, data in sse(response):
                     seen[name].append(data["label"])
 
+        async def until_seen(name: str, label: str, tries: int = 500) -> None:
+            for _ in range(tries):
+                if label in seen[name]:
+                    return
+                await asyncio.sleep(0.01)
+
         watchers = [asyncio.create_task(watch("alpha", alpha)), asyncio.create_task(watch("beta", beta))]
-        await asyncio.sleep(0.3)  # both subscriptions are registered
+        for name, headers in (("alpha", alpha), ("beta", beta)):  # each stream is live once it sees its own marker
+            for _ in range(100):
+                if f"{name}-ready" in seen[name]:
+                    break
+                await http.post("/sessions", json={"label": f"{name}-ready"}, headers=headers)
+                await until_seen(name, f"{name}-ready", tries=20)  # a marker sent before it subscribed is lost
+            assert f"{name}-ready" in seen[name], f"{name}'s stream never went live"
         await http.post("/sessions", json={"label": "alpha-secret"}, headers=alpha)
         await http.post("/sessions", json={"label": "beta-own"}, headers=beta)
-        for _ in range(200):
-            if seen["alpha"] and seen["beta"]:
-                break
-            await asyncio.sleep(0.01)
+        await until_seen("alpha", "alpha-secret")
+        await until_seen("beta", "beta-own")
         await asyncio.sleep(0.1)
         for watcher in watchers:
             watcher.cancel()
         await asyncio.gather(*watchers, return_exceptions=True)
+    seen = {name: [label for label in labels if label != f"{name}-ready"] for name, labels in seen.items()}
     assert seen == {"alpha": ["alpha-secret"], "beta": ["beta-own"]}
